@@ -1,0 +1,277 @@
+"""The `skillindex` command: parses options, makes one library call, prints the result."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import click
+
+from skillindex import __version__
+from skillindex.errors import EXIT_ERROR, SkillIndexError
+
+if False:  # pragma: no cover - typing only, without importing SQLAlchemy at start-up
+    from skillindex.api import SkillIndex
+
+
+@dataclass(slots=True)
+class Options:
+    config: str | None
+    db: str | None
+    cwd: str | None
+    index: str | None
+    json: bool
+    debug: bool
+
+    def open(self) -> SkillIndex:
+        from skillindex.api import SkillIndex  # noqa: PLC0415
+
+        return SkillIndex.open(self.config, db=self.db, cwd=self.cwd, index=self.index)
+
+
+def _fail(ctx: click.Context, message: str, code: int) -> NoReturn:
+    click.echo(f"skillindex: {message}", err=True)
+    ctx.exit(code)
+
+
+class _Group(click.Group):
+    """Turns library errors into one line on stderr and the documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SkillIndexError as exc:
+            if _debug(ctx):
+                traceback.print_exc()
+            _fail(ctx, f"error: {exc.message}", exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted", 130)
+        except Exception as exc:
+            if _debug(ctx):
+                raise
+            _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (--debug shows where)",
+                  EXIT_ERROR)
+
+
+def _debug(ctx: click.Context) -> bool:
+    return bool(ctx.params.get("debug")) or "--debug" in sys.argv
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def _options(ctx: click.Context, as_json: bool = False) -> Options:
+    options = ctx.find_object(Options)
+    assert options is not None
+    if as_json:
+        options.json = True
+    return options
+
+
+def _print_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", metavar="PATH", help="Settings file (else $SKILLINDEX_CONFIG, else "
+              "$XDG_CONFIG_HOME/skillindex/config.toml).")
+@click.option("--db", metavar="URL", help="Database URL or SQLite file (else $SKILLINDEX_DB, "
+              "else $XDG_DATA_HOME/skillindex/index.sqlite).")
+@click.option("--cwd", metavar="DIR", type=click.Path(file_okay=False, exists=True),
+              help="Working directory whose project roots apply (default: the current one).")
+@click.option("--index", "index", metavar="NAME", help="Index name inside a shared database.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (any command).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(__version__, prog_name="skillindex")
+@click.pass_context
+def cli(ctx: click.Context, config: str | None, db: str | None, cwd: str | None,
+        index: str | None, as_json: bool, debug: bool) -> None:
+    """A persistent, verified, audited catalog of Agent Skills."""
+    ctx.obj = Options(config, db, cwd, index, as_json, debug)
+
+
+class _Progress:
+    """A one-line counter on stderr, redrawn at most ten times a second."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, expected: int | None, root: str) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        total = f"/{expected}" if expected else ""
+        line = f"indexing {done}{total} skills  {root}"
+        click.echo(f"\r{line[:100]:<100}", nl=False, err=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            click.echo(f"\r{'':<100}\r", nl=False, err=True)
+
+
+@cli.command()
+@click.option("--all", "all_roots", is_flag=True,
+              help="Rescan every root the index knows, not only those of this directory.")
+@json_option
+@click.pass_context
+def reindex(ctx: click.Context, all_roots: bool, as_json: bool) -> None:
+    """Scan the roots and update the index (only changed files are read)."""
+    options = _options(ctx, as_json)
+    progress = _Progress() if sys.stderr.isatty() and not options.json else None
+    with options.open() as index:
+        try:
+            report = index.reindex(all_roots=all_roots, progress=progress)
+        finally:
+            if progress is not None:
+                progress.clear()
+    if options.json:
+        _print_json(report.as_dict())
+        return
+    click.echo(
+        f"indexed {report.seen} skills in {report.roots} roots: {report.added} added, "
+        f"{report.changed} changed, {report.unchanged} unchanged, {report.removed} removed, "
+        f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
+    for problem in report.problems:
+        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
+    if report.seen == 0:
+        click.echo("no skills found; put skills in ~/.claude/skills/<name>/SKILL.md, or list "
+                   "roots in the settings file (see `skillindex roots`)")
+    elif report.rejected:
+        click.echo("see `skillindex rejections` for why skills were rejected")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    if not rows:
+        return
+    cells = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
+    widths[-1] = 0
+    click.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in cells:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _candidate_table(candidates: Sequence[Any]) -> None:
+    _table(["name", "status", "scope", "provider", "prec", "path"],
+           [[c.name or "-", c.status, c.scope, c.provider, c.precedence, c.path]
+            for c in candidates])
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def candidates(ctx: click.Context, as_json: bool) -> None:
+    """Every skill found under the roots of this directory, accepted or rejected."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        found = index.candidates()
+    if options.json:
+        _print_json([c.as_dict() for c in found])
+    elif not found:
+        click.echo("no candidates indexed for this directory; run `skillindex reindex`")
+    else:
+        _candidate_table(found)
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def rejections(ctx: click.Context, as_json: bool) -> None:
+    """Rejected skills and the reasons."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        found = index.rejections()
+    if options.json:
+        _print_json([c.as_dict() for c in found])
+        return
+    if not found:
+        click.echo("no rejected skills")
+    for candidate in found:
+        click.echo(f"{candidate.name or candidate.directory.name}  {candidate.path}")
+        for finding in candidate.findings:
+            click.echo(f"  {finding.severity:<7} {finding.code}: {finding.message}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def roots(ctx: click.Context, as_json: bool) -> None:
+    """The roots that apply to this directory, in precedence order, and what each holds."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        states = index.roots()
+        problems = index.plan.problems
+    if options.json:
+        _print_json([state.as_dict() for state in states])
+        return
+    _table(["prec", "provider", "scope", "skills", "rejected", "state", "path"],
+           [[s.spec.precedence, s.spec.provider, s.spec.scope, s.candidates, s.rejected,
+             _root_state(s), s.spec.path] for s in states])
+    for state in states:
+        for problem in state.problems:
+            click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+    for problem in problems:
+        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+
+
+def _root_state(state: Any) -> str:
+    if state.spec.disabled_by:
+        return "disabled"
+    if not state.present:
+        return "missing"
+    return "indexed" if state.indexed else "not indexed"
+
+
+@cli.group()
+def db() -> None:
+    """Database schema migrations (Alembic)."""
+
+
+def _migration(action: str) -> Callable[..., None]:
+    def run(ctx: click.Context, revision: str | None = None) -> None:
+        from skillindex.api import migrate_database  # noqa: PLC0415
+
+        options = _options(ctx)
+        current = migrate_database(action, revision, db=options.db, cwd=options.cwd)
+        if options.json:
+            _print_json({"revision": current})
+        else:
+            click.echo(current or "(empty database)")
+    return run
+
+
+@db.command()
+@click.argument("revision", required=False, default="head")
+@click.pass_context
+def upgrade(ctx: click.Context, revision: str) -> None:
+    """Migrate the database up to REVISION (default: head)."""
+    _migration("upgrade")(ctx, revision)
+
+
+@db.command()
+@click.argument("revision")
+@click.pass_context
+def downgrade(ctx: click.Context, revision: str) -> None:
+    """Migrate the database down to REVISION (`base` empties it, `-1` goes one step)."""
+    _migration("downgrade")(ctx, revision)
+
+
+@db.command()
+@click.pass_context
+def current(ctx: click.Context) -> None:
+    """Print the database's migration revision."""
+    _migration("current")(ctx)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli.main(args=list(argv) if argv is not None else None, prog_name="skillindex")

@@ -1,0 +1,252 @@
+"""Settings from a TOML file and the environment; the only module that reads os.environ."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from skillindex.errors import ConfigError
+from skillindex.model import Scope, Validation
+
+COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
+DEFAULT_INDEX = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """Where home, the working directory and the XDG folders are; injectable for tests."""
+
+    home: Path
+    cwd: Path
+    config_home: Path
+    data_home: Path
+    codex_home: Path | None = None
+    config_file: str | None = None  # SKILLINDEX_CONFIG
+    database: str | None = None  # SKILLINDEX_DB
+
+    @classmethod
+    def from_os(cls, *, cwd: Path | str | None = None,
+                environ: Mapping[str, str] | None = None) -> Environment:
+        env = os.environ if environ is None else environ
+        home = Path(env.get("HOME") or Path.home())
+        codex = env.get("CODEX_HOME")
+        return cls(
+            home=home,
+            cwd=Path(cwd).absolute() if cwd is not None else Path.cwd(),
+            config_home=Path(env.get("XDG_CONFIG_HOME") or home / ".config"),
+            data_home=Path(env.get("XDG_DATA_HOME") or home / ".local" / "share"),
+            codex_home=Path(codex) if codex else None,
+            config_file=env.get("SKILLINDEX_CONFIG") or None,
+            database=env.get("SKILLINDEX_DB") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RootConfig:
+    """An explicit `[[roots]]` entry as written; paths are resolved by the providers module."""
+
+    path: str
+    scope: Scope = Scope.USER
+    provider: str = "custom"
+    precedence: int = 0
+    max_depth: int = 1
+    require_description: bool = True
+    validation: Validation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    enabled: bool = True
+    custom_directories: tuple[str, ...] = ()
+    enable_skill_commands: bool = True
+    ignored_skills: tuple[str, ...] = ()
+    include_skills: tuple[str, ...] = ()
+    enable_codex_user: bool = True
+    enable_claude_user: bool = True
+    enable_claude_project: bool = True
+    enable_native_user: bool = True
+    enable_native_project: bool = True
+    collision_policy: str = "precedence"
+    validation: Validation | None = None  # overrides every root's default mode when set
+    native_dir: str = ".xcsh"
+    context_files: tuple[str, ...] = ("XCSH.md",)
+    presets: bool = True
+    roots: tuple[RootConfig, ...] = ()
+    index_name: str = DEFAULT_INDEX
+    source: Path | None = field(default=None, compare=False)
+
+
+# The seed system's camelCase spellings (and its `Pi` name for the native provider).
+ALIASES = {
+    "customDirectories": "custom_directories",
+    "enableSkillCommands": "enable_skill_commands",
+    "ignoredSkills": "ignored_skills",
+    "includeSkills": "include_skills",
+    "enableCodexUser": "enable_codex_user",
+    "enableClaudeUser": "enable_claude_user",
+    "enableClaudeProject": "enable_claude_project",
+    "enableNativeUser": "enable_native_user",
+    "enableNativeProject": "enable_native_project",
+    "enablePiUser": "enable_native_user",
+    "enablePiProject": "enable_native_project",
+    "enable_pi_user": "enable_native_user",
+    "enable_pi_project": "enable_native_project",
+    "collisionPolicy": "collision_policy",
+    "nativeDir": "native_dir",
+    "contextFiles": "context_files",
+}
+_SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name"}
+_ROOT_KEYS = {f.name for f in fields(RootConfig)}
+
+
+def default_config_path(env: Environment) -> Path:
+    return env.config_home / "skillindex" / "config.toml"
+
+
+def config_path(explicit: str | Path | None, env: Environment) -> tuple[Path | None, bool]:
+    """The settings file to read and whether it must exist (it must when it was named)."""
+    if explicit is not None:
+        return Path(explicit).expanduser(), True
+    if env.config_file:
+        return Path(env.config_file).expanduser(), True
+    return default_config_path(env), False
+
+
+def database_url(explicit: str | None, env: Environment) -> str:
+    """A URL, or a plain path meaning a SQLite file; else the default file under XDG_DATA_HOME."""
+    value = explicit or env.database
+    if not value:
+        return f"sqlite:///{env.data_home / 'skillindex' / 'index.sqlite'}"
+    if "://" in value:
+        return value
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = env.cwd / path
+    return f"sqlite:///{path}"
+
+
+def load_settings(explicit: str | Path | None, env: Environment) -> Settings:
+    path, required = config_path(explicit, env)
+    if path is None:
+        return Settings()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError("settings file not found", source=str(path)) from None
+        return Settings()
+    except OSError as exc:
+        raise ConfigError(f"cannot read settings: {exc.strerror}", source=str(path)) from exc
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid TOML: {exc}", source=str(path)) from exc
+    return replace(parse_settings(document, source=str(path)), source=path)
+
+
+def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -> Settings:
+    """Build Settings from a parsed TOML document; any unknown key is an error that names it."""
+    unknown = set(document) - {"skills", "roots", "index"}
+    if unknown:
+        raise ConfigError(f"unknown top-level key {sorted(unknown)[0]!r} (expected [skills], "
+                          "[[roots]] or index)", source=source, key=sorted(unknown)[0])
+    values: dict[str, Any] = {}
+    skills = document.get("skills", {})
+    if not isinstance(skills, Mapping):
+        raise ConfigError("[skills] must be a table", source=source, key="skills")
+    for key, value in skills.items():
+        name = ALIASES.get(key, key)
+        if name not in _SKILL_KEYS:
+            raise ConfigError(f"unknown setting skills.{key}", source=source, key=key)
+        values[name] = _convert(name, value, Settings.__dataclass_fields__[name].default,
+                                source, f"skills.{key}")
+    if "index" in document:
+        values["index_name"] = _index_name(document["index"], source)
+    roots = document.get("roots", [])
+    if not isinstance(roots, list):
+        raise ConfigError("roots must be an array of tables ([[roots]])", source=source,
+                          key="roots")
+    values["roots"] = tuple(_root(entry, number, source) for number, entry in enumerate(roots, 1))
+    settings = Settings(**values)
+    if settings.collision_policy not in COLLISION_POLICIES:
+        raise ConfigError(
+            f"skills.collision_policy must be one of {', '.join(COLLISION_POLICIES)}, not "
+            f"{settings.collision_policy!r}", source=source, key="collision_policy")
+    if not settings.native_dir or "/" in settings.native_dir:
+        raise ConfigError("skills.native_dir must be a single directory name", source=source,
+                          key="native_dir")
+    return settings
+
+
+def _index_name(value: Any, source: str) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise ConfigError("index must be a non-empty name of at most 100 characters",
+                          source=source, key="index")
+    return value.strip()
+
+
+def _convert(name: str, value: Any, default: Any, source: str, label: str) -> Any:
+    if name == "validation":
+        return _enum(Validation, value, source, label)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{label} must be true or false", source=source, key=name)
+        return value
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ConfigError(f"{label} must be a list of strings", source=source, key=name)
+        return tuple(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{label} must be a string", source=source, key=name)
+    return value
+
+
+def _enum(kind: Any, value: Any, source: str, label: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(str(member) for member in kind)
+        raise ConfigError(f"{label} must be one of {allowed}, not {value!r}", source=source,
+                          key=label.rsplit(".", 1)[-1]) from None
+
+
+def _root(entry: Any, number: int, source: str) -> RootConfig:
+    label = f"roots[{number}]"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{label} must be a table", source=source, key="roots")
+    unknown = set(entry) - _ROOT_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown setting {label}.{key}", source=source, key=key)
+    if not isinstance(entry.get("path"), str) or not entry["path"]:
+        raise ConfigError(f"{label}.path is required and must be a string", source=source,
+                          key="path")
+    values: dict[str, Any] = {"path": entry["path"]}
+    if "scope" in entry:
+        values["scope"] = _enum(Scope, entry["scope"], source, f"{label}.scope")
+    if "validation" in entry:
+        values["validation"] = _enum(Validation, entry["validation"], source,
+                                     f"{label}.validation")
+    for key in ("provider",):
+        if key in entry:
+            if not isinstance(entry[key], str) or not entry[key]:
+                raise ConfigError(f"{label}.{key} must be a non-empty string", source=source,
+                                  key=key)
+            values[key] = entry[key]
+    for key in ("precedence", "max_depth"):
+        if key in entry:
+            if not isinstance(entry[key], int) or isinstance(entry[key], bool):
+                raise ConfigError(f"{label}.{key} must be an integer", source=source, key=key)
+            values[key] = entry[key]
+    if values.get("max_depth", 1) < 1:
+        raise ConfigError(f"{label}.max_depth must be at least 1", source=source, key="max_depth")
+    if "require_description" in entry:
+        if not isinstance(entry["require_description"], bool):
+            raise ConfigError(f"{label}.require_description must be true or false",
+                              source=source, key="require_description")
+        values["require_description"] = entry["require_description"]
+    return RootConfig(**values)

@@ -1,0 +1,112 @@
+"""The one exception tree of skillindex, each error carrying the exit code the CLI reports."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_REFUSED = 4
+
+
+class SkillIndexError(Exception):
+    """Base of every error skillindex raises on purpose."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(SkillIndexError):
+    """The settings file or an option is wrong; the user must fix the input."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, source: str | None = None, key: str | None = None) -> None:
+        super().__init__(f"{source}: {message}" if source else message)
+        self.source = source
+        self.key = key
+
+
+class StoreError(SkillIndexError):
+    """The database could not be opened, migrated or written."""
+
+
+class ReindexBusyError(SkillIndexError):
+    """Another process holds the reindex lock of this index."""
+
+    def __init__(self, index_name: str, holder: str) -> None:
+        super().__init__(f"index {index_name!r} is being reindexed by {holder}; try again later")
+        self.index_name = index_name
+        self.holder = holder
+
+
+class NotFoundError(SkillIndexError):
+    """A skill, resource or run that was asked for does not exist."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class SkillNotFoundError(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"skill not found: {name}")
+        self.name = name
+
+
+class ResourceNotFoundError(NotFoundError):
+    def __init__(self, skill: str, path: str) -> None:
+        super().__init__(f"File not found: {path} (skill {skill})")
+        self.skill = skill
+        self.path = path
+
+
+class RefusedError(SkillIndexError):
+    """A request was understood and deliberately refused (containment, integrity, size, policy)."""
+
+    exit_code = EXIT_REFUSED
+    outcome = "refused"
+
+    def __init__(self, message: str, *, skill: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.skill = skill
+        self.path = path
+
+
+class PathRefusedError(RefusedError):
+    """The requested path is not a plain relative path inside the skill."""
+
+
+class IntegrityError(RefusedError):
+    """The file on disk is not the file that was indexed."""
+
+    outcome = "mismatch"
+
+
+class ModifiedFileError(IntegrityError):
+    """The file's bytes differ from the stored hash."""
+
+
+class UnindexedFileError(IntegrityError):
+    """The file exists but was not there at the last reindex."""
+
+
+class DeletedFileError(IntegrityError):
+    """The file was indexed but is gone now."""
+
+    outcome = "missing"
+
+
+class TooLargeError(RefusedError):
+    """The file is larger than the caller's byte limit."""
+
+    def __init__(self, message: str, *, size: int, limit: int, skill: str | None = None,
+                 path: str | None = None) -> None:
+        super().__init__(message, skill=skill, path=path)
+        self.size = size
+        self.limit = limit
+
+
+class CommandsDisabledError(RefusedError):
+    """`/skill:` commands are switched off by `enable_skill_commands = false`."""

@@ -1,0 +1,73 @@
+"""Reads a regular file once, safely, and hashes exactly the bytes it read (xxh3-128 and sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_module
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from skillindex.model import FileStat
+
+CHUNK = 1 << 20
+_INT64 = 1 << 63
+
+
+class SpecialFileError(OSError):
+    """The path is a FIFO, socket, device or directory: never read it."""
+
+
+def file_stat(st: os.stat_result) -> FileStat:
+    # Some filesystems hand out 64-bit unsigned inode numbers; the store keeps signed 64-bit.
+    inode = st.st_ino - 2 * _INT64 if st.st_ino >= _INT64 else st.st_ino
+    return FileStat(st.st_size, st.st_mtime_ns, inode, st.st_dev)
+
+
+def digest(data: bytes) -> tuple[str, str]:
+    return xxhash.xxh3_128_hexdigest(data), hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    data: bytes | None  # None when the file is larger than the caller keeps in memory
+    stat: FileStat
+    xxh3: str
+    sha256: str
+
+
+def open_regular(path: Path | str, *, follow_symlinks: bool) -> tuple[int, os.stat_result]:
+    """Open a file for reading only if it is a regular file; FIFOs never block the caller."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode):
+            raise SpecialFileError(f"not a regular file: {path}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_file(path: Path | str, *, keep_limit: int, follow_symlinks: bool) -> FileRead:
+    """Hash the whole file; keep its bytes only when it is at most `keep_limit` bytes long."""
+    fd, st = open_regular(path, follow_symlinks=follow_symlinks)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        head = handle.read(keep_limit + 1) if keep_limit >= 0 else b""
+        if len(head) <= keep_limit:
+            rest = handle.read(CHUNK)
+            if not rest:
+                x, s = digest(head)
+                return FileRead(head, file_stat(st), x, s)
+            head += rest
+        hx = xxhash.xxh3_128(head)
+        hs = hashlib.sha256(head)
+        while chunk := handle.read(CHUNK):
+            hx.update(chunk)
+            hs.update(chunk)
+        return FileRead(None, file_stat(st), hx.hexdigest(), hs.hexdigest())

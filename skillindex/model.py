@@ -1,0 +1,195 @@
+"""Frozen value objects and enums shared by every layer of skillindex."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Severity(enum.StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Status(enum.StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+class Scope(enum.StrEnum):
+    PROJECT = "project"
+    USER = "user"
+    ADMIN = "admin"
+    PLUGIN = "plugin"
+    BUILTIN = "builtin"
+
+
+class Validation(enum.StrEnum):
+    STRICT = "strict"
+    LENIENT = "lenient"
+
+
+class ResourceKind(enum.StrEnum):
+    ENTRY = "entry"  # the SKILL.md itself
+    REFERENCE = "reference"
+    SCRIPT = "script"
+    ASSET = "asset"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: Severity
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "severity": str(self.severity), "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """The identity of a file's version: unchanged when all four fields are unchanged."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+
+
+@dataclass(frozen=True, slots=True)
+class RootSpec:
+    """One directory to scan, with everything the policy needs to judge what it holds."""
+
+    path: Path
+    scope: Scope
+    provider: str
+    precedence: int
+    position: int = 0  # registration order; breaks precedence ties
+    max_depth: int = 1
+    require_description: bool = True
+    validation: Validation = Validation.STRICT
+    name_prefix: str = ""  # claude-plugins qualify their names as `plugin:name`
+    disabled_by: str | None = None  # the setting that switched this source off, if any
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceEntry:
+    rel_path: str
+    kind: ResourceKind
+    stat: FileStat
+    xxh3: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One SKILL.md found under a root, valid or not, as the store holds it."""
+
+    name: str | None
+    description: str | None
+    path: Path  # the SKILL.md
+    directory: Path
+    real_path: Path  # the resolved skill directory
+    root: Path
+    scope: Scope
+    provider: str
+    precedence: int
+    position: int
+    status: Status
+    enabled: bool
+    findings: tuple[Finding, ...] = ()
+    id: int = 0
+
+    @property
+    def accepted(self) -> bool:
+        return self.status is Status.ACCEPTED
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": str(self.path),
+            "root": str(self.root),
+            "scope": str(self.scope),
+            "provider": self.provider,
+            "precedence": self.precedence,
+            "status": str(self.status),
+            "enabled": self.enabled,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScanProblem:
+    """Something under a root that could not be walked; recorded, and the walk goes on."""
+
+    root: Path
+    path: Path
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"root": str(self.root), "path": str(self.path), "code": self.code,
+                "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class RootState:
+    """A root as the store last saw it."""
+
+    spec: RootSpec
+    present: bool
+    candidates: int
+    rejected: int
+    problems: tuple[ScanProblem, ...] = ()
+    indexed: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": str(self.spec.path),
+            "scope": str(self.spec.scope),
+            "provider": self.spec.provider,
+            "precedence": self.spec.precedence,
+            "max_depth": self.spec.max_depth,
+            "require_description": self.spec.require_description,
+            "validation": str(self.spec.validation),
+            "enabled": self.spec.disabled_by is None,
+            "disabled_by": self.spec.disabled_by,
+            "present": self.present,
+            "indexed": self.indexed,
+            "candidates": self.candidates,
+            "rejected": self.rejected,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    run_id: int
+    seen: int
+    added: int
+    changed: int
+    unchanged: int
+    removed: int
+    rejected: int
+    duration_s: float
+    files_read: int = 0
+    roots: int = 0
+    problems: tuple[ScanProblem, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "seen": self.seen,
+            "added": self.added,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "rejected": self.rejected,
+            "duration_s": round(self.duration_s, 6),
+            "files_read": self.files_read,
+            "roots": self.roots,
+            "problems": [p.as_dict() for p in self.problems],
+        }

@@ -1,0 +1,167 @@
+"""Turns settings into the ordered roots that apply to a working directory (the seed's presets)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillindex.config import Environment, Settings
+from skillindex.model import RootSpec, ScanProblem, Scope, Validation
+
+NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
+    "native", "claude", "claude-plugins", "agents", "codex", "custom")
+PRIORITY = {NATIVE: 100, CLAUDE: 80, CLAUDE_PLUGINS: 70, AGENTS: 70, CODEX: 70, CUSTOM: 0}
+# Codex nests skills in groups (`skills/.system/...` aside, `skills/<group>/<skill>`).
+CODEX_MAX_DEPTH = 3
+# The seed walks at most this many ancestors when it looks for context files.
+MAX_ANCESTORS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RootPlan:
+    """The roots for one working directory, in registration order, and what could not be read."""
+
+    roots: tuple[RootSpec, ...]
+    problems: tuple[ScanProblem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    path: Path
+    scope: Scope
+    provider: str
+    toggle: str | None  # the setting that switches it, None when it follows "any toggle on"
+    name_prefix: str = ""
+
+
+def normalize(path: str | Path, env: Environment) -> Path:
+    """Absolute and normalized, `~` meaning the injected home; symlinks are kept as written."""
+    text = str(path)
+    if text == "~" or text.startswith("~/"):
+        expanded = env.home / text[2:]
+    else:
+        expanded = Path(os.path.expanduser(text))
+    if not expanded.is_absolute():
+        expanded = env.cwd / expanded
+    return Path(os.path.normpath(expanded))
+
+
+def project_dirs(env: Environment) -> list[Path]:
+    """From cwd up to the repository root; without one, up to (not including) home, else cwd."""
+    cwd = Path(os.path.normpath(env.cwd))
+    walked: list[Path] = []
+    for directory in (cwd, *cwd.parents):
+        if directory == env.home and walked:
+            break
+        walked.append(directory)
+        if (directory / ".git").exists() or directory == env.home:
+            return walked
+        if len(walked) >= MAX_ANCESTORS:
+            break
+    return walked if env.home in cwd.parents else [cwd]
+
+
+def _preset_sources(settings: Settings, env: Environment,
+                    problems: list[ScanProblem]) -> Iterable[tuple[_Source, str]]:
+    home = env.home
+    projects = project_dirs(env)
+    native = settings.native_dir
+    for directory in projects:
+        yield _Source(directory / native / "skills", Scope.PROJECT, NATIVE,
+                      "enable_native_project"), NATIVE
+    yield _Source(home / native / "agent" / "skills", Scope.USER, NATIVE,
+                  "enable_native_user"), NATIVE
+    for directory in projects:
+        yield _Source(directory / ".claude" / "skills", Scope.PROJECT, CLAUDE,
+                      "enable_claude_project"), CLAUDE
+    yield _Source(home / ".claude" / "skills", Scope.USER, CLAUDE, "enable_claude_user"), CLAUDE
+    for plugin, install_path in _installed_plugins(home, problems):
+        yield _Source(install_path / "skills", Scope.PLUGIN, CLAUDE_PLUGINS, None,
+                      f"{plugin}:"), CLAUDE_PLUGINS
+    for directory in projects:
+        for name in (".agents", ".agent"):
+            yield _Source(directory / name / "skills", Scope.PROJECT, AGENTS, None), AGENTS
+    for name in (".agents", ".agent"):
+        yield _Source(home / name / "skills", Scope.USER, AGENTS, None), AGENTS
+    yield _Source(env.cwd / ".codex" / "skills", Scope.PROJECT, CODEX, None), CODEX
+    codex_home = env.codex_home or home / ".codex"
+    yield _Source(codex_home / "skills", Scope.USER, CODEX, "enable_codex_user"), CODEX
+
+
+def _installed_plugins(home: Path, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
+    """Plugins listed by Claude Code's installed_plugins.json (version 1 or 2 layout)."""
+    registry = home / ".claude" / "plugins" / "installed_plugins.json"
+    try:
+        document = json.loads(registry.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable",
+                                    f"cannot read installed plugins: {exc}"))
+        return []
+    plugins = document.get("plugins") if isinstance(document, dict) else None
+    if not isinstance(plugins, dict):
+        problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable",
+                                    "installed_plugins.json has no 'plugins' table"))
+        return []
+    found: list[tuple[str, Path]] = []
+    for key, entries in sorted(plugins.items()):
+        plugin = str(key).split("@", 1)[0]
+        for entry in entries if isinstance(entries, list) else [entries]:
+            install = entry.get("installPath") if isinstance(entry, dict) else None
+            if isinstance(install, str) and install:
+                found.append((plugin, Path(os.path.expanduser(install))))
+    return found
+
+
+def plan_roots(settings: Settings, env: Environment) -> RootPlan:
+    problems: list[ScanProblem] = []
+    toggles = {
+        "enable_native_project": settings.enable_native_project,
+        "enable_native_user": settings.enable_native_user,
+        "enable_claude_project": settings.enable_claude_project,
+        "enable_claude_user": settings.enable_claude_user,
+        "enable_codex_user": settings.enable_codex_user,
+    }
+    any_toggle = any(toggles.values())
+    specs: list[RootSpec] = []
+    seen: set[Path] = set()
+
+    def add(spec: RootSpec) -> None:
+        if spec.path in seen:
+            return
+        seen.add(spec.path)
+        specs.append(RootSpec(
+            path=spec.path, scope=spec.scope, provider=spec.provider,
+            precedence=spec.precedence, position=len(specs), max_depth=spec.max_depth,
+            require_description=spec.require_description, validation=spec.validation,
+            name_prefix=spec.name_prefix, disabled_by=spec.disabled_by))
+
+    if settings.presets:
+        for source, provider in _preset_sources(settings, env, problems):
+            if source.toggle is None:
+                disabled_by = None if any_toggle else "every enable_* toggle is false"
+            else:
+                disabled_by = None if toggles[source.toggle] else f"{source.toggle} = false"
+            strict = provider == NATIVE
+            add(RootSpec(
+                path=normalize(source.path, env), scope=source.scope, provider=provider,
+                precedence=PRIORITY[provider],
+                max_depth=CODEX_MAX_DEPTH if provider == CODEX else 1,
+                require_description=strict,
+                validation=settings.validation
+                or (Validation.STRICT if strict else Validation.LENIENT),
+                name_prefix=source.name_prefix, disabled_by=disabled_by))
+    for directory in settings.custom_directories:
+        add(RootSpec(path=normalize(directory, env), scope=Scope.USER, provider=CUSTOM,
+                     precedence=PRIORITY[CUSTOM], require_description=True,
+                     validation=settings.validation or Validation.STRICT))
+    for root in settings.roots:
+        add(RootSpec(path=normalize(root.path, env), scope=root.scope, provider=root.provider,
+                     precedence=root.precedence, max_depth=root.max_depth,
+                     require_description=root.require_description,
+                     validation=root.validation or settings.validation or Validation.STRICT))
+    return RootPlan(tuple(specs), tuple(problems))

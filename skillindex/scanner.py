@@ -1,0 +1,316 @@
+"""Walks roots and skill directories: stats every file, reads and hashes only what changed."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillindex.hashing import SpecialFileError, file_stat, read_file
+from skillindex.model import (
+    FileStat,
+    Finding,
+    ResourceEntry,
+    ResourceKind,
+    RootSpec,
+    ScanProblem,
+    Severity,
+)
+
+ENTRY = "SKILL.md"
+# SKILL.md is read whole into memory to parse it; anything larger is refused, not read.
+MAX_ENTRY_BYTES = 1 << 20
+MAX_FILES_PER_SKILL = 10_000
+MAX_RESOURCE_DEPTH = 16
+# Findings the walk itself produces; they are part of what makes a skill "unchanged".
+WALK_CODES = frozenset({"special-file", "symlink-escape", "symlink-loop", "unreadable",
+                        "too-many-files"})
+_KINDS = {"references": ResourceKind.REFERENCE, "scripts": ResourceKind.SCRIPT,
+          "assets": ResourceKind.ASSET}
+
+
+@dataclass(frozen=True, slots=True)
+class KnownFile:
+    stat: FileStat
+    xxh3: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class KnownSkill:
+    """A skill as the last reindex stored it: enough to tell whether anything changed."""
+
+    candidate_id: int
+    entry: FileStat | None
+    rules_key: str
+    files: dict[str, KnownFile]
+    walk_findings: frozenset[str] = frozenset()
+    rejected: bool = False
+
+
+@dataclass(slots=True)
+class SkillScan:
+    """One skill directory as found now; `entry_data` is set only when it had to be read."""
+
+    rel_dir: str
+    directory: Path
+    real_dir: Path
+    known: KnownSkill | None
+    unchanged: bool = False
+    entry_stat: FileStat | None = None
+    entry_data: bytes | None = None
+    entry_xxh3: str | None = None
+    entry_sha256: str | None = None
+    entry_problem: Finding | None = None
+    resources: list[ResourceEntry] = field(default_factory=list)
+    walk_findings: list[Finding] = field(default_factory=list)
+    files_read: int = 0
+
+    @property
+    def dir_name(self) -> str:
+        return self.directory.name
+
+
+@dataclass(slots=True)
+class RootScan:
+    spec: RootSpec
+    present: bool = True
+    problems: list[ScanProblem] = field(default_factory=list)
+
+
+def resource_kind(rel_path: str) -> ResourceKind:
+    if rel_path == ENTRY:
+        return ResourceKind.ENTRY
+    return _KINDS.get(rel_path.split("/", 1)[0], ResourceKind.OTHER)
+
+
+def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as iterator:
+        return sorted(iterator, key=lambda entry: entry.name)
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def scan_root(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill],
+              rules_key: str) -> Iterator[SkillScan]:
+    """Yield every skill directory under the root; problems and presence land in `result`."""
+    root = str(spec.path)
+    try:
+        entries = _sorted_entries(root)
+    except FileNotFoundError:
+        result.present = False
+        return
+    except NotADirectoryError:
+        result.present = False
+        result.problems.append(ScanProblem(spec.path, spec.path, "not-a-directory",
+                                           "root is not a directory"))
+        return
+    except OSError as exc:
+        result.problems.append(ScanProblem(spec.path, spec.path, "unreadable",
+                                           f"cannot list the root: {exc.strerror}"))
+        return
+    real_root = os.path.realpath(root)
+    yield from _walk(spec, result, known, rules_key, entries, "", real_root, 1, [real_root])
+
+
+def _walk(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill], rules_key: str,
+          entries: list[os.DirEntry[str]], rel: str, real_dir: str, depth: int,
+          ancestors: list[str]) -> Iterator[SkillScan]:
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            if not entry.is_dir():
+                continue
+            linked = entry.is_symlink()
+        except OSError:
+            continue
+        child_real = os.path.realpath(entry.path) if linked else os.path.join(real_dir, entry.name)
+        if linked and any(_is_inside(ancestor, child_real) for ancestor in ancestors):
+            result.problems.append(ScanProblem(
+                spec.path, Path(entry.path), "symlink-loop",
+                f"symlink to {child_real} leads back into its own parent; not followed"))
+            continue
+        try:
+            children = _sorted_entries(entry.path)
+        except OSError as exc:
+            code = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
+            result.problems.append(ScanProblem(spec.path, Path(entry.path), code,
+                                               f"cannot list directory: {exc.strerror}"))
+            continue
+        child_rel = f"{rel}{entry.name}"
+        if any(child.name == ENTRY for child in children):
+            yield scan_skill(child_rel, Path(entry.path), Path(child_real), children,
+                             known.get(child_rel), rules_key)
+        elif depth < spec.max_depth:
+            yield from _walk(spec, result, known, rules_key, children, f"{child_rel}/",
+                             child_real, depth + 1, [*ancestors, child_real])
+
+
+@dataclass(slots=True)
+class _Listing:
+    files: dict[str, tuple[str, FileStat]] = field(default_factory=dict)  # rel -> (path, stat)
+    findings: list[Finding] = field(default_factory=list)
+    entry_stat: FileStat | None = None
+    entry_problem: Finding | None = None
+
+
+def _warn(code: str, message: str) -> Finding:
+    return Finding(code, Severity.WARNING, message)
+
+
+def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
+    listing = _Listing()
+    top = str(real_dir)
+    visited = {top}
+    stack: list[tuple[str, str, list[os.DirEntry[str]]]] = [("", top, entries)]
+    while stack:
+        rel, real, current = stack.pop()
+        for entry in current:
+            name = entry.name
+            rel_path = f"{rel}{name}"
+            if not rel and name == ENTRY:
+                _entry_stat(entry, listing)
+                continue
+            if name.startswith("."):
+                continue
+            try:
+                linked = entry.is_symlink()
+                st = entry.stat()
+            except OSError as exc:
+                listing.findings.append(_warn(
+                    "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
+                continue
+            target = os.path.realpath(entry.path) if linked else os.path.join(real, name)
+            if linked and not _is_inside(target, top):
+                listing.findings.append(_warn(
+                    "symlink-escape", f"{rel_path} links outside the skill; left out"))
+                continue
+            if stat_module.S_ISDIR(st.st_mode):
+                _descend(listing, stack, visited, rel_path, target)
+                continue
+            if not stat_module.S_ISREG(st.st_mode):
+                listing.findings.append(_warn(
+                    "special-file", f"{rel_path} is not a regular file; never opened"))
+                continue
+            if len(listing.files) >= MAX_FILES_PER_SKILL:
+                listing.findings.append(_warn(
+                    "too-many-files", f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
+                return listing
+            listing.files[rel_path] = (entry.path, file_stat(st))
+    return listing
+
+
+def _descend(listing: _Listing, stack: list[tuple[str, str, list[os.DirEntry[str]]]],
+             visited: set[str], rel_path: str, real: str) -> None:
+    if real in visited:
+        listing.findings.append(_warn(
+            "symlink-loop", f"{rel_path} links to a directory already walked; not followed"))
+        return
+    if rel_path.count("/") + 1 >= MAX_RESOURCE_DEPTH:
+        listing.findings.append(_warn(
+            "too-many-files", f"{rel_path}: deeper than {MAX_RESOURCE_DEPTH} levels; left out"))
+        return
+    visited.add(real)
+    try:
+        stack.append((f"{rel_path}/", real, _sorted_entries(os.path.join(real))))
+    except OSError as exc:
+        listing.findings.append(_warn(
+            "unreadable", f"{rel_path}/: cannot list directory: {exc.strerror}"))
+
+
+def _entry_stat(entry: os.DirEntry[str], listing: _Listing) -> None:
+    try:
+        if entry.is_symlink():
+            listing.entry_problem = Finding("entry-symlink", Severity.ERROR,
+                                            "SKILL.md is a symlink; it must be a regular file")
+            return
+        st = entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        listing.entry_problem = Finding("unreadable", Severity.ERROR,
+                                        f"cannot stat SKILL.md: {exc.strerror}")
+        return
+    if not stat_module.S_ISREG(st.st_mode):
+        listing.entry_problem = Finding("unreadable", Severity.ERROR,
+                                        "SKILL.md is not a regular file; never opened")
+        return
+    listing.entry_stat = file_stat(st)
+
+
+def scan_skill(rel_dir: str, directory: Path, real_dir: Path, entries: list[os.DirEntry[str]],
+               known: KnownSkill | None, rules_key: str) -> SkillScan:
+    listing = _list_skill(real_dir, entries)
+    scan = SkillScan(rel_dir, directory, real_dir, known, entry_stat=listing.entry_stat,
+                     entry_problem=listing.entry_problem, walk_findings=listing.findings)
+    if known is not None and _unchanged(listing, known, rules_key):
+        scan.unchanged = True
+        return scan
+    previous = known.files if known is not None else {}
+    if listing.entry_stat is not None:
+        _read_entry(scan, directory / ENTRY)
+    for rel_path, (path, st) in listing.files.items():
+        old = previous.get(rel_path)
+        if old is not None and old.stat == st:
+            scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), st,
+                                                old.xxh3, old.sha256))
+            continue
+        try:
+            read = read_file(path, keep_limit=-1, follow_symlinks=True)
+        except SpecialFileError:
+            scan.walk_findings.append(_warn(
+                "special-file", f"{rel_path} is not a regular file; never opened"))
+            continue
+        except OSError as exc:
+            scan.walk_findings.append(_warn(
+                "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
+            continue
+        scan.files_read += 1
+        scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
+                                            read.xxh3, read.sha256))
+    return scan
+
+
+def _unchanged(listing: _Listing, known: KnownSkill, rules_key: str) -> bool:
+    if known.rules_key != rules_key or known.entry != listing.entry_stat:
+        return False
+    if listing.entry_problem is not None or listing.entry_stat is None:
+        return False
+    if known.walk_findings != frozenset(f.message for f in listing.findings):
+        return False
+    if len(known.files) != len(listing.files) + 1:  # the stored manifest includes SKILL.md
+        return False
+    for rel_path, (_path, st) in listing.files.items():
+        old = known.files.get(rel_path)
+        if old is None or old.stat != st:
+            return False
+    return True
+
+
+def _read_entry(scan: SkillScan, path: Path) -> None:
+    try:
+        read = read_file(path, keep_limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+    except SpecialFileError:
+        scan.entry_problem = Finding("unreadable", Severity.ERROR,
+                                     "SKILL.md is not a regular file; never opened")
+        return
+    except OSError as exc:
+        code = "entry-symlink" if exc.errno == errno.ELOOP else "unreadable"
+        scan.entry_problem = Finding(code, Severity.ERROR,
+                                     f"cannot read SKILL.md: {exc.strerror or exc}")
+        return
+    scan.files_read += 1
+    scan.entry_stat = read.stat
+    scan.entry_xxh3, scan.entry_sha256 = read.xxh3, read.sha256
+    scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, read.stat, read.xxh3,
+                                        read.sha256))
+    if read.data is None:
+        scan.entry_problem = Finding(
+            "file-too-large", Severity.ERROR,
+            f"SKILL.md is {read.stat.size} bytes; the limit is {MAX_ENTRY_BYTES}")
+        return
+    scan.entry_data = read.data

@@ -1,0 +1,73 @@
+"""Creates engines: SQLite in WAL mode with a busy timeout and foreign keys, private files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from skillindex.errors import ConfigError
+
+BUSY_TIMEOUT_MS = 15_000
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a SQLite URL, None for other backends and in-memory databases."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)  # type: ignore[arg-type]
+
+
+def _prepare_sqlite_file(path: Path) -> None:
+    # The index records what every agent host loaded; keep it readable by its owner only.
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+def make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"not a database URL: {url!r}") from exc
+    path = sqlite_path(url)
+    if path is not None:
+        try:
+            _prepare_sqlite_file(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the database {path}: {exc.strerror}") from exc
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+            _configure_sqlite(engine)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+    except (ArgumentError, ImportError) as exc:
+        raise ConfigError(f"cannot use database URL {parsed.render_as_string()!r}: {exc}") from exc
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide where transactions begin (the documented recipe).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN")

@@ -1,0 +1,83 @@
+"""Runs the Alembic migrations as plain functions for the CLI, the library and the tests."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from skillindex.errors import StoreError
+
+# The newest revision; opening a database at this revision costs one query and no Alembic import.
+HEAD = "0001"
+
+
+def script_location() -> str:
+    return str(resources.files("skillindex.migrations"))
+
+
+def _config(connection: Any) -> Any:
+    from alembic.config import Config  # noqa: PLC0415
+
+    config = Config()
+    config.set_main_option("script_location", script_location())
+    config.attributes["connection"] = connection
+    return config
+
+
+def current(engine: Engine) -> str | None:
+    try:
+        with engine.connect() as connection:
+            if not engine.dialect.has_table(connection, "alembic_version"):
+                return None
+            return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot read the database: {exc.__class__.__name__}: {exc}") from exc
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command  # noqa: PLC0415
+
+    try:
+        with engine.begin() as connection:
+            command.upgrade(_config(connection), revision)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command  # noqa: PLC0415
+
+    try:
+        with engine.begin() as connection:
+            command.downgrade(_config(connection), revision)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc
+
+
+def ensure_current(engine: Engine) -> None:
+    """Create or migrate the database to head; a database newer than this code is refused."""
+    revision = current(engine)
+    if revision == HEAD:
+        return
+    if revision is not None and revision not in known_revisions():
+        raise StoreError(
+            f"the database is at revision {revision}, which this skillindex does not know; "
+            "upgrade skillindex"
+        )
+    upgrade(engine)
+
+
+def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+
+    script = ScriptDirectory(script_location())
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+
+    return ScriptDirectory(script_location()).get_current_head()

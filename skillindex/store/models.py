@@ -1,0 +1,175 @@
+"""Typed SQLAlchemy models of the index: runs, roots, candidates, findings, resources, audit events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class IndexRun(Base):
+    """One reindex: when, from where, what it found."""
+
+    __tablename__ = "index_run"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100), default="default")
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cwd: Mapped[str] = mapped_column(Text)
+    all_roots: Mapped[bool] = mapped_column(Boolean, default=False)
+    roots: Mapped[int] = mapped_column(Integer, default=0)
+    seen: Mapped[int] = mapped_column(Integer, default=0)
+    added: Mapped[int] = mapped_column(Integer, default=0)
+    changed: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    removed: Mapped[int] = mapped_column(Integer, default=0)
+    rejected: Mapped[int] = mapped_column(Integer, default=0)
+    files_read: Mapped[int] = mapped_column(Integer, default=0)
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class Root(Base):
+    """A directory that was indexed, with the provenance its candidates inherit."""
+
+    __tablename__ = "root"
+    __table_args__ = (UniqueConstraint("index_name", "path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100), default="default")
+    path: Mapped[str] = mapped_column(Text)
+    scope: Mapped[str] = mapped_column(String(20))
+    provider: Mapped[str] = mapped_column(String(100))
+    precedence: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    max_depth: Mapped[int] = mapped_column(Integer, default=1)
+    require_description: Mapped[bool] = mapped_column(Boolean, default=True)
+    validation: Mapped[str] = mapped_column(String(20))
+    name_prefix: Mapped[str] = mapped_column(String(200), default="")
+    present: Mapped[bool] = mapped_column(Boolean, default=True)
+    last_run_id: Mapped[int | None] = mapped_column(Integer)
+
+
+class Candidate(Base):
+    """One SKILL.md under a root, accepted or rejected, with its provenance and file identity."""
+
+    __tablename__ = "candidate"
+    __table_args__ = (
+        UniqueConstraint("root_id", "rel_dir"),
+        Index("ix_candidate_name", "name"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    root_id: Mapped[int] = mapped_column(ForeignKey("root.id", ondelete="CASCADE"))
+    rel_dir: Mapped[str] = mapped_column(Text)
+    dir_name: Mapped[str] = mapped_column(Text)
+    dir_path: Mapped[str] = mapped_column(Text)
+    skill_path: Mapped[str] = mapped_column(Text)
+    real_path: Mapped[str] = mapped_column(Text)
+    name: Mapped[str | None] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    frontmatter: Mapped[str | None] = mapped_column(Text)
+    rules_key: Mapped[str] = mapped_column(String(200))
+    size: Mapped[int | None] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int | None] = mapped_column(BigInteger)
+    inode: Mapped[int | None] = mapped_column(BigInteger)
+    device: Mapped[int | None] = mapped_column(BigInteger)
+    xxh3: Mapped[str | None] = mapped_column(String(32))
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    first_run_id: Mapped[int] = mapped_column(Integer)
+    changed_run_id: Mapped[int] = mapped_column(Integer)
+
+
+class Finding(Base):
+    """A validation finding of a candidate: an error rejects it, a warning does not."""
+
+    __tablename__ = "finding"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(
+        ForeignKey("candidate.id", ondelete="CASCADE"), index=True
+    )
+    code: Mapped[str] = mapped_column(String(50))
+    severity: Mapped[str] = mapped_column(String(10))
+    message: Mapped[str] = mapped_column(Text)
+
+
+class Resource(Base):
+    """One regular file of a skill's manifest, with the hashes a disclosure is checked against."""
+
+    __tablename__ = "resource"
+    __table_args__ = (UniqueConstraint("candidate_id", "rel_path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidate.id", ondelete="CASCADE"))
+    rel_path: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(20))
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    inode: Mapped[int] = mapped_column(BigInteger)
+    device: Mapped[int] = mapped_column(BigInteger)
+    xxh3: Mapped[str] = mapped_column(String(32))
+    sha256: Mapped[str] = mapped_column(String(64))
+
+
+class ScanIssue(Base):
+    """Something under a root the walk could not enter; replaced at each reindex of the root."""
+
+    __tablename__ = "scan_issue"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    root_id: Mapped[int] = mapped_column(ForeignKey("root.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    code: Mapped[str] = mapped_column(String(50))
+    message: Mapped[str] = mapped_column(Text)
+
+
+class LoadEvent(Base):
+    """One disclosure attempt; the database refuses UPDATE and DELETE on this table."""
+
+    __tablename__ = "load_event"
+    __table_args__ = (
+        Index("ix_load_event_session", "session"),
+        Index("ix_load_event_skill", "skill"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100), default="default")
+    time: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    event: Mapped[str] = mapped_column(String(50))
+    skill: Mapped[str | None] = mapped_column(Text)
+    resource: Mapped[str | None] = mapped_column(Text)
+    level: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    digest: Mapped[str | None] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(Text)
+    session: Mapped[str | None] = mapped_column(Text)
+    path: Mapped[str | None] = mapped_column(Text)
