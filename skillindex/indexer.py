@@ -77,7 +77,8 @@ def _judge(scan: SkillScan, spec: RootSpec, rules_key: str) -> NewCandidate:
     findings = list(scan.walk_findings)
     fields: dict[str, Any] | None = None
     if scan.entry_problem is not None:
-        verdict = policy.Verdict(None, None, True, Status.REJECTED, (scan.entry_problem,))
+        verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
+                                 Status.REJECTED, (scan.entry_problem,))
     else:
         parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
         verdict = policy.judge(parsed, dir_name=scan.dir_name, root=spec)

@@ -40,7 +40,9 @@ def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
     findings = list(parsed.findings)
     fields = parsed.fields
     if fields is None:
-        return Verdict(None, None, True, Status.REJECTED, tuple(findings))
+        # Unreadable frontmatter: the directory name still lets `explain` find the reasons.
+        return Verdict(f"{root.name_prefix}{dir_name}", None, True, Status.REJECTED,
+                       tuple(findings))
     lenient = root.validation is Validation.LENIENT
     spec = Severity.WARNING if lenient else Severity.ERROR
 

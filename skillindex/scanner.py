@@ -115,41 +115,51 @@ def scan_root(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill],
                                            f"cannot list the root: {exc.strerror}"))
         return
     real_root = os.path.realpath(root)
-    yield from _walk(spec, result, known, rules_key, entries, "", real_root, 1, [real_root])
+    walk = _RootWalk(spec, result, known, rules_key)
+    yield from walk.directory(entries, "", real_root, 1, [real_root])
 
 
-def _walk(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill], rules_key: str,
-          entries: list[os.DirEntry[str]], rel: str, real_dir: str, depth: int,
-          ancestors: list[str]) -> Iterator[SkillScan]:
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if not entry.is_dir():
+@dataclass(slots=True)
+class _RootWalk:
+    spec: RootSpec
+    result: RootScan
+    known: dict[str, KnownSkill]
+    rules_key: str
+
+    def directory(self, entries: list[os.DirEntry[str]], rel: str, real_dir: str, depth: int,
+                  ancestors: list[str]) -> Iterator[SkillScan]:
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            linked = entry.is_symlink()
-        except OSError:
-            continue
-        child_real = os.path.realpath(entry.path) if linked else os.path.join(real_dir, entry.name)
-        if linked and any(_is_inside(ancestor, child_real) for ancestor in ancestors):
-            result.problems.append(ScanProblem(
-                spec.path, Path(entry.path), "symlink-loop",
-                f"symlink to {child_real} leads back into its own parent; not followed"))
-            continue
-        try:
-            children = _sorted_entries(entry.path)
-        except OSError as exc:
-            code = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
-            result.problems.append(ScanProblem(spec.path, Path(entry.path), code,
-                                               f"cannot list directory: {exc.strerror}"))
-            continue
-        child_rel = f"{rel}{entry.name}"
-        if any(child.name == ENTRY for child in children):
-            yield scan_skill(child_rel, Path(entry.path), Path(child_real), children,
-                             known.get(child_rel), rules_key)
-        elif depth < spec.max_depth:
-            yield from _walk(spec, result, known, rules_key, children, f"{child_rel}/",
-                             child_real, depth + 1, [*ancestors, child_real])
+            try:
+                if not entry.is_dir():
+                    continue
+                linked = entry.is_symlink()
+            except OSError:
+                continue
+            child_real = (os.path.realpath(entry.path) if linked
+                          else os.path.join(real_dir, entry.name))
+            if linked and any(_is_inside(ancestor, child_real) for ancestor in ancestors):
+                self.problem(entry.path, "symlink-loop",
+                             f"symlink to {child_real} leads back into its own parent; "
+                             "not followed")
+                continue
+            try:
+                children = _sorted_entries(entry.path)
+            except OSError as exc:
+                code = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
+                self.problem(entry.path, code, f"cannot list directory: {exc.strerror}")
+                continue
+            child_rel = f"{rel}{entry.name}"
+            if any(child.name == ENTRY for child in children):
+                yield scan_skill(child_rel, Path(entry.path), Path(child_real), children,
+                                 self.known.get(child_rel), self.rules_key)
+            elif depth < self.spec.max_depth:
+                yield from self.directory(children, f"{child_rel}/", child_real, depth + 1,
+                                          [*ancestors, child_real])
+
+    def problem(self, path: str, code: str, message: str) -> None:
+        self.result.problems.append(ScanProblem(self.spec.path, Path(path), code, message))
 
 
 @dataclass(slots=True)
@@ -200,7 +210,8 @@ def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
                 continue
             if len(listing.files) >= MAX_FILES_PER_SKILL:
                 listing.findings.append(_warn(
-                    "too-many-files", f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
+                    "too-many-files",
+                    f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
                 return listing
             listing.files[rel_path] = (entry.path, file_stat(st))
     return listing

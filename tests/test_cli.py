@@ -1,0 +1,124 @@
+"""Every command through click's runner: output, --json, exit codes, errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from skillindex.cli import cli
+from tests.conftest import write_skill
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home with one good and one broken skill and a settings file naming the root."""
+    home = tmp_path / "home"
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", description="Read PDFs.")
+    write_skill(root, "broken", "name: [oops\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
+                      'precedence = 10\n')
+    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
+                        "XDG_DATA_HOME": home / ".data", "SKILLINDEX_CONFIG": config,
+                        "SKILLINDEX_DB": tmp_path / "cli.sqlite"}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_reindex_prints_a_summary(setup: Path) -> None:
+    result = run("reindex")
+    assert result.exit_code == 0, result.output
+    assert "indexed 2 skills in 1 roots: 2 added" in result.output
+    assert "1 rejected" in result.output
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_json_before_or_after_the_command(setup: Path, position: str) -> None:
+    args = ["--json", "reindex"] if position == "before" else ["reindex", "--json"]
+    report = json.loads(run(*args).output)
+    assert {"run_id", "seen", "added", "changed", "unchanged", "removed", "rejected",
+            "duration_s"} <= set(report)
+    assert (report["seen"], report["rejected"]) == (2, 1)
+
+
+def test_candidates_and_rejections(setup: Path) -> None:
+    run("reindex")
+    table = run("candidates").output
+    assert "pdf" in table
+    assert "rejected" in table
+    rows = json.loads(run("candidates", "--json").output)
+    assert [(r["name"], r["status"]) for r in rows] == [("broken", "rejected"),
+                                                        ("pdf", "accepted")]
+    assert set(rows[0]) >= {"name", "path", "root", "scope", "provider", "precedence", "status",
+                            "findings"}
+    rejected = json.loads(run("--json", "rejections").output)
+    assert [f["code"] for f in rejected[0]["findings"]] == ["yaml-invalid"]
+    assert "yaml-invalid" in run("rejections").output
+
+
+def test_roots(setup: Path) -> None:
+    run("reindex")
+    [root] = json.loads(run("roots", "--json").output)
+    assert (root["path"], root["candidates"], root["rejected"], root["present"]) == (
+        str(setup / "skills"), 2, 1, True)
+    assert "indexed" in run("roots").output
+
+
+def test_db_commands(setup: Path) -> None:
+    assert run("db", "current").output.strip() == "(empty database)"
+    assert run("db", "upgrade").output.strip() == "0001"
+    assert run("db", "downgrade", "base").output.strip() == "(empty database)"
+    assert json.loads(run("--json", "db", "upgrade").output) == {"revision": "0001"}
+
+
+def test_bad_settings_are_a_usage_error_without_traceback(setup: Path) -> None:
+    (setup / "config.toml").write_text("[skills]\nnope = 1\n")
+    result = run("reindex")
+    assert result.exit_code == 2
+    assert "unknown setting skills.nope" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_missing_settings_file_is_a_usage_error(setup: Path) -> None:
+    result = run("--config", str(setup / "absent.toml"), "roots")
+    assert result.exit_code == 2
+    assert "settings file not found" in result.output
+
+
+def test_unknown_command_is_a_usage_error(setup: Path) -> None:
+    assert run("frobnicate").exit_code == 2
+
+
+def test_an_unusable_database_is_an_error_line(setup: Path) -> None:
+    (setup / "not-a-db.sqlite").write_text("this is not sqlite" * 100)
+    result = run("--db", str(setup / "not-a-db.sqlite"), "candidates")
+    assert result.exit_code == 1
+    assert result.output.startswith("skillindex: error:")
+    assert "Traceback" not in result.output
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found.extend(_commands(command, (*prefix, name)))
+    return found
+
+
+@pytest.mark.parametrize("command", _commands(cli), ids=" ".join)
+def test_every_command_has_help(command: tuple[str, ...]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert any(line.strip() and not line.startswith("Usage") for line in lines[1:4])

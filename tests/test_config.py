@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from skillindex.config import Environment, Settings, database_url, load_settings, parse_settings
+from skillindex.errors import ConfigError
+from skillindex.model import Scope, Validation
+
+
+def test_defaults_without_a_file(env: Environment) -> None:
+    assert load_settings(None, env) == Settings()
+
+
+def test_file_from_the_environment_variable(tmp_path: Path, env: Environment) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text("[skills]\nenable_claude_user = false\n")
+    settings = load_settings(None, replace(env, config_file=str(path)))
+    assert settings.enable_claude_user is False
+    assert settings.source == path
+
+
+def test_named_file_must_exist(tmp_path: Path, env: Environment) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "missing.toml", env)
+
+
+def test_default_file_is_read_when_present(env: Environment) -> None:
+    path = env.config_home / "skillindex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text("[skills]\nignored_skills = ['tmp-*']\n")
+    assert load_settings(None, env).ignored_skills == ("tmp-*",)
+
+
+def test_roots_and_aliases() -> None:
+    settings = parse_settings({
+        "skills": {"enablePiUser": False, "ignoredSkills": ["x"], "collision_policy": "qualify",
+                   "validation": "lenient"},
+        "roots": [{"path": "~/skills", "scope": "admin", "precedence": 200, "max_depth": 2,
+                   "validation": "strict", "require_description": False}],
+    })
+    assert settings.enable_native_user is False
+    assert settings.ignored_skills == ("x",)
+    assert settings.validation is Validation.LENIENT
+    [root] = settings.roots
+    assert (root.scope, root.precedence, root.max_depth, root.validation,
+            root.require_description) == (Scope.ADMIN, 200, 2, Validation.STRICT, False)
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"skills": {"enable_everything": True}}, "skills.enable_everything"),
+        ({"skillz": {}}, "'skillz'"),
+        ({"roots": [{"path": "/x", "colour": "red"}]}, "roots[1].colour"),
+        ({"roots": [{"scope": "user"}]}, "roots[1].path"),
+        ({"roots": [{"path": "/x", "scope": "galaxy"}]}, "galaxy"),
+        ({"roots": [{"path": "/x", "precedence": "high"}]}, "precedence must be an integer"),
+        ({"roots": [{"path": "/x", "max_depth": 0}]}, "max_depth must be at least 1"),
+        ({"skills": {"enabled": "yes"}}, "skills.enabled must be true or false"),
+        ({"skills": {"ignored_skills": "x"}}, "list of strings"),
+        ({"skills": {"collision_policy": "random"}}, "collision_policy must be one of"),
+    ],
+    ids=["unknown-skill-key", "unknown-table", "unknown-root-key", "root-without-path",
+         "bad-scope", "bad-precedence", "bad-depth", "bad-bool", "bad-list", "bad-policy"],
+)
+def test_bad_settings_name_the_key(document: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(document, source="cfg.toml")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("cfg.toml: ")
+
+
+def test_invalid_toml_is_a_config_error(tmp_path: Path, env: Environment) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[skills\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_settings(path, env)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "sqlite:///{data}/skillindex/index.sqlite"),
+        ("rel.sqlite", "sqlite:///{cwd}/rel.sqlite"),
+        ("/abs/i.db", "sqlite:////abs/i.db"),
+        ("postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
+    ],
+    ids=["default", "relative-path", "absolute-path", "url"],
+)
+def test_database_url(env: Environment, value: str | None, expected: str) -> None:
+    assert database_url(value, env) == expected.format(data=env.data_home, cwd=env.cwd)
+
+
+def test_environment_reads_xdg_and_skillindex_variables(tmp_path: Path) -> None:
+    env = Environment.from_os(cwd=tmp_path, environ={
+        "HOME": "/h", "XDG_CONFIG_HOME": "/c", "XDG_DATA_HOME": "/d", "SKILLINDEX_DB": "x.db",
+        "SKILLINDEX_CONFIG": "/s.toml", "CODEX_HOME": "/codex"})
+    assert (env.home, env.config_home, env.data_home, env.codex_home) == (
+        Path("/h"), Path("/c"), Path("/d"), Path("/codex"))
+    assert (env.database, env.config_file, env.cwd) == ("x.db", "/s.toml", tmp_path)

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from skillindex import frontmatter
+from skillindex.frontmatter import MAX_YAML_NODES, parse, split
+
+
+def codes(result: frontmatter.Frontmatter) -> list[str]:
+    return [finding.code for finding in result.findings]
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"# no frontmatter\n", "frontmatter-missing"),
+        (b"", "frontmatter-missing"),
+        (b"---\nname: x\n", "frontmatter-unclosed"),
+        (b"---", "frontmatter-unclosed"),
+        (b"---\nname: [unclosed\n---\n", "yaml-invalid"),
+        (b"---\n- a\n- b\n---\n", "yaml-not-mapping"),
+        (b"---\njust a string\n---\n", "yaml-not-mapping"),
+        (b"---\nname: \xff\xfe\n---\n", "not-utf8"),
+    ],
+    ids=["none", "empty-file", "unclosed", "only-dashes", "invalid-yaml", "list", "scalar",
+         "not-utf8"],
+)
+def test_broken_frontmatter_is_a_finding_not_an_exception(data: bytes, code: str) -> None:
+    result = parse(data, lenient=False)
+    assert result.fields is None
+    assert codes(result) == [code]
+
+
+def test_python_tags_are_never_constructed(tmp_path: object) -> None:
+    data = (b"---\nname: x\n"
+            b"boom: !!python/object/apply:os.system ['touch /tmp/pwned-skillindex']\n---\n")
+    strict = parse(data, lenient=False)
+    assert codes(strict) == ["yaml-invalid"]
+    lenient = parse(data, lenient=True)
+    # Read line by line, the tag is inert text.
+    assert lenient.fields is not None
+    assert isinstance(lenient.fields["boom"], str)
+    assert "python/object" in lenient.fields["boom"]
+
+
+def _alias_bomb(levels: int = 9) -> bytes:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, levels):
+        refs = ",".join([f"*a{level - 1}"] * 9)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    return ("---\n" + "\n".join(lines) + "\n---\nbody\n").encode()
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_alias_bomb_is_rejected_quickly(lenient: bool) -> None:
+    started = time.process_time()
+    result = parse(_alias_bomb(), lenient=lenient)
+    # 9**9 nodes if expanded; refusing it must not expand it (a generous bound, not a benchmark).
+    assert time.process_time() - started < 5
+    assert result.fields is None
+    assert codes(result) == ["yaml-invalid"]
+    assert str(MAX_YAML_NODES) in result.findings[0].message
+
+
+def test_recursive_alias_is_rejected() -> None:
+    assert codes(parse(b"---\na: &a [*a]\n---\n", lenient=False)) == ["yaml-invalid"]
+
+
+def test_small_aliases_are_fine() -> None:
+    result = parse(b"---\nbase: &b {k: v}\nmetadata: *b\n---\n", lenient=False)
+    assert result.fields == {"base": {"k": "v"}, "metadata": {"k": "v"}}
+
+
+def test_bom_and_crlf_are_accepted() -> None:
+    data = "\ufeff---\r\nname: pdf\r\ndescription: Read PDFs.\r\n---\r\n# Title\r\nText\r\n"
+    result = parse(data.encode("utf-8"), lenient=False)
+    assert result.findings == ()
+    assert result.fields == {"name": "pdf", "description": "Read PDFs."}
+    assert result.body == "# Title\nText\n"
+
+
+def test_body_excludes_the_frontmatter_and_keeps_later_rules() -> None:
+    head, body = split("---\nname: a\n---\nintro\n---\nmore\n")  # type: ignore[misc]
+    assert head == "name: a\n"
+    assert body == "intro\n---\nmore\n"
+
+
+def test_empty_frontmatter_is_an_empty_mapping() -> None:
+    assert parse(b"---\n---\nbody", lenient=False).fields == {}
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("description: Build for AWS: ECS and Fargate", "Build for AWS: ECS and Fargate"),
+        ("description: [AUTO] Use when deploying", "[AUTO] Use when deploying"),
+        ("description: | text on the same line", "| text on the same line"),
+        ('description: "quoted: fine"', "quoted: fine"),
+    ],
+    ids=["colon", "leading-tag", "pipe-same-line", "quoted"],
+)
+def test_lenient_mode_repairs_what_breaks_in_practice(line: str, expected: str) -> None:
+    data = f"---\nname: x\n{line}\nmetadata:\n  author: me\n  list: a\n---\n".encode()
+    strict = parse(data, lenient=False)
+    lenient = parse(data, lenient=True)
+    if line.startswith('description: "'):
+        assert strict.fields is not None  # valid YAML needs no repair
+        return
+    assert codes(strict) == ["yaml-invalid"]
+    assert lenient.fields == {"name": "x", "description": expected,
+                              "metadata": {"author": "me", "list": "a"}}
+    assert codes(lenient) == ["yaml-repaired"]
+    assert lenient.repaired
+
+
+def test_lenient_block_scalar_and_continuation_lines() -> None:
+    data = (b"---\nname: x: y\ndescription: |\n  first\n  second\n"
+            b"compatibility: works with\n  many hosts\n---\n")
+    result = parse(data, lenient=True)
+    assert result.fields == {"name": "x: y", "description": "first\nsecond\n",
+                             "compatibility": "works with many hosts"}
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["name: x: y\nnot a key line\n", "name: x: y\nmetadata:\n  - [unclosed\n"],
+    ids=["stray-line", "bad-block"],
+)
+def test_lenient_mode_still_rejects_the_unreadable(head: str) -> None:
+    result = parse(f"---\n{head}---\n".encode(), lenient=True)
+    assert result.fields is None
+    assert codes(result) == ["yaml-invalid"]
+
+
+def test_oversized_frontmatter_is_refused_before_parsing() -> None:
+    head = "description: " + "x" * (frontmatter.MAX_FRONTMATTER_CHARS + 1) + "\n"
+    result = parse(f"---\n{head}---\n".encode(), lenient=True)
+    assert codes(result) == ["file-too-large"]
