@@ -1,0 +1,210 @@
+"""Renders the level-1 catalog the model sees: budgeted, escaped for its format, deterministic."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Format = Literal["xml", "markdown", "json"]
+FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")
+DEFAULT_MAX_CHARS = 8_000
+# The share of a context window the catalog may take, and the characters a token stands for.
+WINDOW_SHARE = 0.02
+CHARS_PER_TOKEN = 4
+ELLIPSIS = "…"
+# A description cut below this many characters says nothing; names-only lines are better then.
+MIN_DESCRIPTION = 16
+_SPACE = re.compile(r"\s+")
+_MARKDOWN_BLOCK_START = re.compile(r"^(?:[#>=|~`+*-]|\d+[.)])")
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogItem:
+    """One winning skill, in precedence order, before budgeting."""
+
+    name: str
+    description: str
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    name: str
+    description: str
+    location: str
+    truncated: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "description": self.description, "location": self.location,
+                "truncated": self.truncated}
+
+
+@dataclass(frozen=True, slots=True)
+class Omitted:
+    name: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    text: str
+    format: Format
+    max_chars: int
+    entries: tuple[CatalogEntry, ...]
+    omitted: tuple[Omitted, ...] = ()
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+    @property
+    def truncated(self) -> tuple[CatalogEntry, ...]:
+        return tuple(entry for entry in self.entries if entry.truncated)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"text": self.text, "format": self.format, "chars": self.chars,
+                "max_chars": self.max_chars, "entries": [e.as_dict() for e in self.entries],
+                "omitted": [o.as_dict() for o in self.omitted]}
+
+
+def budget(max_chars: int | None = None, context_window: int | None = None) -> int:
+    """An explicit limit, else 2% of the context window at 4 characters a token, else 8,000."""
+    if max_chars is not None:
+        if max_chars < 0:
+            raise ValueError("max_chars must not be negative")
+        return max_chars
+    if context_window is not None:
+        if context_window <= 0:
+            raise ValueError("context_window must be positive")
+        return int(context_window * WINDOW_SHARE * CHARS_PER_TOKEN)
+    return DEFAULT_MAX_CHARS
+
+
+def _flat(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _markdown(text: str) -> str:
+    # Flattened to one line, so it cannot start a heading or block further down; the start of the
+    # line is escaped, and HTML is neutralized so a comment or tag cannot hide what follows.
+    text = _xml(_flat(text))
+    return f"\\{text}" if _MARKDOWN_BLOCK_START.match(text) else text
+
+
+class _Renderer:
+    """Exact text of a catalog, and the exact length of each part, for one format."""
+
+    def __init__(self, fmt: Format) -> None:
+        self.fmt = fmt
+
+    def entry(self, entry: CatalogEntry) -> str:
+        if self.fmt == "xml":
+            description = (f"<description>{_xml(_flat(entry.description))}</description>"
+                           if entry.description else "")
+            return (f"<skill><name>{_xml(entry.name)}</name>{description}"
+                    f"<location>{_xml(entry.location)}</location></skill>\n")
+        if self.fmt == "markdown":
+            description = f"{_markdown(entry.description)}\n" if entry.description else ""
+            return (f"## {_markdown(entry.name)}\n{description}"
+                    f"Location: {_markdown(entry.location)}\n\n")
+        fields = {"name": entry.name, "location": entry.location}
+        if entry.description:
+            fields["description"] = _flat(entry.description)
+        return json.dumps(fields, ensure_ascii=False)
+
+    def frame(self) -> tuple[str, str, str]:
+        """Text before the entries, between two entries, after the entries."""
+        if self.fmt == "xml":
+            return "<available_skills>\n", "", "</available_skills>\n"
+        if self.fmt == "markdown":
+            return "# Skills\n\n", "", ""
+        return '{"skills": [', ", ", "]}"
+
+    def render(self, entries: Sequence[CatalogEntry]) -> str:
+        if not entries:
+            return ""
+        head, between, tail = self.frame()
+        return head + between.join(self.entry(e) for e in entries) + tail
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = _flat(text)
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
+
+
+def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catalog:
+    """Everything in full if it fits; else descriptions shortened evenly; else names only."""
+    renderer = _Renderer(fmt)
+    full = [CatalogEntry(i.name, _flat(i.description), i.location) for i in items]
+    text = renderer.render(full)
+    if len(text) <= max_chars:
+        return Catalog(text, fmt, max_chars, tuple(full))
+    shortened = _shortened(renderer, items, max_chars)
+    if shortened is not None:
+        return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened))
+    return _names_only(renderer, items, max_chars, fmt)
+
+
+def _with_cap(items: Sequence[CatalogItem], cap: int) -> list[CatalogEntry]:
+    entries = []
+    for item in items:
+        description = _shorten(item.description, cap)
+        entries.append(CatalogEntry(item.name, description, item.location,
+                                    truncated=description != _flat(item.description)))
+    return entries
+
+
+def _size(renderer: _Renderer, entries: Sequence[CatalogEntry]) -> int:
+    head, between, tail = renderer.frame()
+    return (len(head) + len(tail) + len(between) * (len(entries) - 1)
+            + sum(len(renderer.entry(e)) for e in entries))
+
+
+def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
+               max_chars: int) -> list[CatalogEntry] | None:
+    """The largest equal cap on every description that fits, or None when even the least fails."""
+    longest = max((len(_flat(i.description)) for i in items), default=0)
+    low, high = MIN_DESCRIPTION, longest - 1
+    if high < low or _size(renderer, _with_cap(items, low)) > max_chars:
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _size(renderer, _with_cap(items, middle)) <= max_chars:
+            low = middle
+        else:
+            high = middle - 1
+    return _with_cap(items, low)
+
+
+def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
+                fmt: Format) -> Catalog:
+    head, between, tail = renderer.frame()
+    used = len(head) + len(tail)
+    kept: list[CatalogEntry] = []
+    omitted: list[Omitted] = []
+    for item in items:
+        entry = CatalogEntry(item.name, "", item.location, truncated=True)
+        cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
+        if used + cost <= max_chars:
+            kept.append(entry)
+            used += cost
+        else:
+            omitted.append(Omitted(item.name, f"does not fit in {max_chars} characters"))
+    if not kept:
+        return Catalog("", fmt, max_chars, (), tuple(omitted))
+    return Catalog(renderer.render(kept), fmt, max_chars, tuple(kept), tuple(omitted))
+
+
+def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str) -> Catalog:
+    """No catalog at all (no read tool, or skills switched off), saying why for each skill."""
+    return Catalog("", fmt, max_chars, (), tuple(Omitted(i.name, reason) for i in items))
