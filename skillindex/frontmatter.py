@@ -119,7 +119,8 @@ def load_yaml(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _expanded_size(node)
+        if "*" in text:  # without an alias nothing can expand; most frontmatter has none
+            _expanded_size(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from skillindex import frontmatter, policy
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
-from skillindex.scanner import ENTRY, RootScan, SkillScan, scan_root
+from skillindex.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
 from skillindex.store import queries
 from skillindex.store.queries import NewCandidate, RootWrite
 
@@ -28,6 +29,23 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
         known = queries.known_skills(session, index_name, [str(r.path) for r in roots])
+    reader = Session(engine)
+    try:
+        return _scan_and_write(engine, reader, roots, known, index_name=index_name, cwd=cwd,
+                               all_roots=all_roots, extra_problems=extra_problems,
+                               progress=progress, started=started, clock=clock)
+    finally:
+        reader.close()
+
+
+def _scan_and_write(engine: Engine, reader: Session, roots: Sequence[RootSpec],
+                    known: dict[str, dict[str, KnownSkill]], *, index_name: str, cwd: Path,
+                    all_roots: bool, extra_problems: Sequence[ScanProblem],
+                    progress: Progress | None, started: datetime,
+                    clock: float) -> IndexReport:
+    def lookup(candidate_id: int) -> dict[str, KnownFile]:
+        return queries.manifest(reader, candidate_id)
+
     expected = sum(len(skills) for skills in known.values()) or None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0, "rejected": 0,
               "files_read": 0}
@@ -39,7 +57,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
         result = RootScan(spec)
         write = RootWrite(spec, True, result.problems)
         seen: set[str] = set()
-        for scan in scan_root(spec, result, root_known, rules_key):
+        for scan in scan_root(spec, result, root_known, rules_key, lookup):
             seen.add(scan.rel_dir)
             counts["seen"] += 1
             counts["files_read"] += scan.files_read
@@ -47,7 +65,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                 counts["unchanged"] += 1
                 counts["rejected"] += scan.known is not None and scan.known.rejected
             else:
-                new = _judge(scan, spec, rules_key)
+                new = _judge(scan, spec)
                 if new.row["status"] == Status.REJECTED.value:
                     counts["rejected"] += 1
                 if scan.known is None:
@@ -73,7 +91,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                        roots=len(writes), problems=tuple(problems), **counts)
 
 
-def _judge(scan: SkillScan, spec: RootSpec, rules_key: str) -> NewCandidate:
+def _judge(scan: SkillScan, spec: RootSpec) -> NewCandidate:
     findings = list(scan.walk_findings)
     fields: dict[str, Any] | None = None
     if scan.entry_problem is not None:
@@ -88,15 +106,15 @@ def _judge(scan: SkillScan, spec: RootSpec, rules_key: str) -> NewCandidate:
     row: dict[str, Any] = {
         "rel_dir": scan.rel_dir,
         "dir_name": scan.dir_name,
-        "dir_path": str(scan.directory),
-        "skill_path": str(scan.directory / ENTRY),
-        "real_path": str(scan.real_dir),
+        "dir_path": scan.directory,
+        "skill_path": os.path.join(scan.directory, ENTRY),
+        "real_path": scan.real_dir,
         "name": verdict.name,
         "description": verdict.description,
         "status": verdict.status.value,
         "enabled": verdict.enabled,
         "frontmatter": None if fields is None else _to_json(fields),
-        "rules_key": rules_key,
+        "tree_key": scan.tree_key,
         "size": entry.size if entry else None,
         "mtime_ns": entry.mtime_ns if entry else None,
         "inode": entry.inode if entry else None,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat as stat_module
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import xxhash
 
 from skillindex.hashing import SpecialFileError, file_stat, read_file
 from skillindex.model import (
@@ -25,9 +28,6 @@ ENTRY = "SKILL.md"
 MAX_ENTRY_BYTES = 1 << 20
 MAX_FILES_PER_SKILL = 10_000
 MAX_RESOURCE_DEPTH = 16
-# Findings the walk itself produces; they are part of what makes a skill "unchanged".
-WALK_CODES = frozenset({"special-file", "symlink-escape", "symlink-loop", "unreadable",
-                        "too-many-files"})
 _KINDS = {"references": ResourceKind.REFERENCE, "scripts": ResourceKind.SCRIPT,
           "assets": ResourceKind.ASSET}
 
@@ -41,14 +41,15 @@ class KnownFile:
 
 @dataclass(frozen=True, slots=True)
 class KnownSkill:
-    """A skill as the last reindex stored it: enough to tell whether anything changed."""
+    """A skill as the last reindex stored it; `tree_key` tells whether anything changed."""
 
     candidate_id: int
-    entry: FileStat | None
-    rules_key: str
-    files: dict[str, KnownFile]
-    walk_findings: frozenset[str] = frozenset()
+    tree_key: str
     rejected: bool = False
+
+
+# The stored manifest of a changed skill, fetched only for skills that changed.
+FileLookup = Callable[[int], Mapping[str, KnownFile]]
 
 
 @dataclass(slots=True)
@@ -56,9 +57,10 @@ class SkillScan:
     """One skill directory as found now; `entry_data` is set only when it had to be read."""
 
     rel_dir: str
-    directory: Path
-    real_dir: Path
+    directory: str
+    real_dir: str
     known: KnownSkill | None
+    tree_key: str = ""
     unchanged: bool = False
     entry_stat: FileStat | None = None
     entry_data: bytes | None = None
@@ -71,7 +73,7 @@ class SkillScan:
 
     @property
     def dir_name(self) -> str:
-        return self.directory.name
+        return os.path.basename(self.directory)
 
 
 @dataclass(slots=True)
@@ -87,17 +89,22 @@ def resource_kind(rel_path: str) -> ResourceKind:
     return _KINDS.get(rel_path.split("/", 1)[0], ResourceKind.OTHER)
 
 
+_by_name = operator.attrgetter("name")
+
+
 def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
     with os.scandir(path) as iterator:
-        return sorted(iterator, key=lambda entry: entry.name)
+        entries = list(iterator)
+    entries.sort(key=_by_name)
+    return entries
 
 
 def _is_inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def scan_root(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill],
-              rules_key: str) -> Iterator[SkillScan]:
+def scan_root(spec: RootSpec, result: RootScan, known: Mapping[str, KnownSkill],
+              rules_key: str, lookup: FileLookup) -> Iterator[SkillScan]:
     """Yield every skill directory under the root; problems and presence land in `result`."""
     root = str(spec.path)
     try:
@@ -115,7 +122,7 @@ def scan_root(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill],
                                            f"cannot list the root: {exc.strerror}"))
         return
     real_root = os.path.realpath(root)
-    walk = _RootWalk(spec, result, known, rules_key)
+    walk = _RootWalk(spec, result, known, rules_key, lookup)
     yield from walk.directory(entries, "", real_root, 1, [real_root])
 
 
@@ -123,8 +130,9 @@ def scan_root(spec: RootSpec, result: RootScan, known: dict[str, KnownSkill],
 class _RootWalk:
     spec: RootSpec
     result: RootScan
-    known: dict[str, KnownSkill]
+    known: Mapping[str, KnownSkill]
     rules_key: str
+    lookup: FileLookup
 
     def directory(self, entries: list[os.DirEntry[str]], rel: str, real_dir: str, depth: int,
                   ancestors: list[str]) -> Iterator[SkillScan]:
@@ -138,7 +146,7 @@ class _RootWalk:
             except OSError:
                 continue
             child_real = (os.path.realpath(entry.path) if linked
-                          else os.path.join(real_dir, entry.name))
+                          else f"{real_dir.rstrip('/')}/{entry.name}")
             if linked and any(_is_inside(ancestor, child_real) for ancestor in ancestors):
                 self.problem(entry.path, "symlink-loop",
                              f"symlink to {child_real} leads back into its own parent; "
@@ -152,8 +160,8 @@ class _RootWalk:
                 continue
             child_rel = f"{rel}{entry.name}"
             if any(child.name == ENTRY for child in children):
-                yield scan_skill(child_rel, Path(entry.path), Path(child_real), children,
-                                 self.known.get(child_rel), self.rules_key)
+                yield scan_skill(child_rel, entry.path, child_real, children,
+                                 self.known.get(child_rel), self.rules_key, self.lookup)
             elif depth < self.spec.max_depth:
                 yield from self.directory(children, f"{child_rel}/", child_real, depth + 1,
                                           [*ancestors, child_real])
@@ -164,19 +172,32 @@ class _RootWalk:
 
 @dataclass(slots=True)
 class _Listing:
-    files: dict[str, tuple[str, FileStat]] = field(default_factory=dict)  # rel -> (path, stat)
+    files: list[tuple[str, str, os.stat_result]] = field(default_factory=list)  # rel, path, stat
     findings: list[Finding] = field(default_factory=list)
-    entry_stat: FileStat | None = None
+    entry_stat: os.stat_result | None = None
     entry_problem: Finding | None = None
+
+    def key(self, rules_key: str) -> str:
+        """A digest of everything that decides the stored record: stats, findings, rules."""
+        entry = self.entry_stat
+        parts = [rules_key, "" if entry is None else _stat_text(ENTRY, entry),
+                 "" if self.entry_problem is None else self.entry_problem.message]
+        parts.extend(_stat_text(rel, st) for rel, _path, st in self.files)
+        parts.extend(finding.message for finding in self.findings)
+        return xxhash.xxh3_128_hexdigest("\n".join(parts).encode("utf-8", "surrogateescape"))
+
+
+def _stat_text(rel: str, st: os.stat_result) -> str:
+    # The mode is in the key so that a chmod (which keeps mtime) is noticed too.
+    return f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}\0{st.st_mode}"
 
 
 def _warn(code: str, message: str) -> Finding:
     return Finding(code, Severity.WARNING, message)
 
 
-def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
+def _list_skill(top: str, entries: list[os.DirEntry[str]]) -> _Listing:
     listing = _Listing()
-    top = str(real_dir)
     visited = {top}
     stack: list[tuple[str, str, list[os.DirEntry[str]]]] = [("", top, entries)]
     while stack:
@@ -196,7 +217,7 @@ def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
                 listing.findings.append(_warn(
                     "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
                 continue
-            target = os.path.realpath(entry.path) if linked else os.path.join(real, name)
+            target = os.path.realpath(entry.path) if linked else f"{real}/{name}"
             if linked and not _is_inside(target, top):
                 listing.findings.append(_warn(
                     "symlink-escape", f"{rel_path} links outside the skill; left out"))
@@ -213,7 +234,7 @@ def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
                     "too-many-files",
                     f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
                 return listing
-            listing.files[rel_path] = (entry.path, file_stat(st))
+            listing.files.append((rel_path, entry.path, st))
     return listing
 
 
@@ -229,7 +250,7 @@ def _descend(listing: _Listing, stack: list[tuple[str, str, list[os.DirEntry[str
         return
     visited.add(real)
     try:
-        stack.append((f"{rel_path}/", real, _sorted_entries(os.path.join(real))))
+        stack.append((f"{rel_path}/", real, _sorted_entries(real)))
     except OSError as exc:
         listing.findings.append(_warn(
             "unreadable", f"{rel_path}/: cannot list directory: {exc.strerror}"))
@@ -250,24 +271,26 @@ def _entry_stat(entry: os.DirEntry[str], listing: _Listing) -> None:
         listing.entry_problem = Finding("unreadable", Severity.ERROR,
                                         "SKILL.md is not a regular file; never opened")
         return
-    listing.entry_stat = file_stat(st)
+    listing.entry_stat = st
 
 
-def scan_skill(rel_dir: str, directory: Path, real_dir: Path, entries: list[os.DirEntry[str]],
-               known: KnownSkill | None, rules_key: str) -> SkillScan:
+def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.DirEntry[str]],
+               known: KnownSkill | None, rules_key: str, lookup: FileLookup) -> SkillScan:
     listing = _list_skill(real_dir, entries)
-    scan = SkillScan(rel_dir, directory, real_dir, known, entry_stat=listing.entry_stat,
+    tree_key = listing.key(rules_key)
+    scan = SkillScan(rel_dir, directory, real_dir, known, tree_key,
                      entry_problem=listing.entry_problem, walk_findings=listing.findings)
-    if known is not None and _unchanged(listing, known, rules_key):
+    if known is not None and known.tree_key == tree_key:
         scan.unchanged = True
         return scan
-    previous = known.files if known is not None else {}
+    previous = lookup(known.candidate_id) if known is not None else {}
     if listing.entry_stat is not None:
-        _read_entry(scan, directory / ENTRY)
-    for rel_path, (path, st) in listing.files.items():
+        scan.entry_stat = file_stat(listing.entry_stat)
+        _read_entry(scan, os.path.join(directory, ENTRY))
+    for rel_path, path, st in listing.files:
         old = previous.get(rel_path)
-        if old is not None and old.stat == st:
-            scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), st,
+        if old is not None and old.stat == file_stat(st):
+            scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), old.stat,
                                                 old.xxh3, old.sha256))
             continue
         try:
@@ -286,23 +309,7 @@ def scan_skill(rel_dir: str, directory: Path, real_dir: Path, entries: list[os.D
     return scan
 
 
-def _unchanged(listing: _Listing, known: KnownSkill, rules_key: str) -> bool:
-    if known.rules_key != rules_key or known.entry != listing.entry_stat:
-        return False
-    if listing.entry_problem is not None or listing.entry_stat is None:
-        return False
-    if known.walk_findings != frozenset(f.message for f in listing.findings):
-        return False
-    if len(known.files) != len(listing.files) + 1:  # the stored manifest includes SKILL.md
-        return False
-    for rel_path, (_path, st) in listing.files.items():
-        old = known.files.get(rel_path)
-        if old is None or old.stat != st:
-            return False
-    return True
-
-
-def _read_entry(scan: SkillScan, path: Path) -> None:
+def _read_entry(scan: SkillScan, path: str) -> None:
     try:
         read = read_file(path, keep_limit=MAX_ENTRY_BYTES, follow_symlinks=False)
     except SpecialFileError:

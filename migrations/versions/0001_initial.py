@@ -102,7 +102,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("frontmatter", sa.Text(), nullable=True),
-        sa.Column("rules_key", sa.String(length=200), nullable=False),
+        sa.Column("tree_key", sa.String(length=32), nullable=False),
         sa.Column("size", sa.BigInteger(), nullable=True),
         sa.Column("mtime_ns", sa.BigInteger(), nullable=True),
         sa.Column("inode", sa.BigInteger(), nullable=True),

@@ -96,7 +96,7 @@ class Candidate(Base):
     status: Mapped[str] = mapped_column(String(20))
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     frontmatter: Mapped[str | None] = mapped_column(Text)
-    rules_key: Mapped[str] = mapped_column(String(200))
+    tree_key: Mapped[str] = mapped_column(String(32))
     size: Mapped[int | None] = mapped_column(BigInteger)
     mtime_ns: Mapped[int | None] = mapped_column(BigInteger)
     inode: Mapped[int | None] = mapped_column(BigInteger)

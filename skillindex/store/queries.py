@@ -13,8 +13,9 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from skillindex import model
-from skillindex.scanner import WALK_CODES, KnownFile, KnownSkill
+from skillindex.scanner import KnownFile, KnownSkill
 from skillindex.store.models import (
+    Base,
     Candidate,
     Finding,
     IndexRun,
@@ -22,6 +23,10 @@ from skillindex.store.models import (
     Root,
     ScanIssue,
 )
+
+# Bulk writes go through the Core tables: the ORM's per-row bookkeeping buys nothing here.
+CANDIDATE, FINDING, RESOURCE, SCAN_ISSUE = (
+    Base.metadata.tables[name] for name in ("candidate", "finding", "resource", "scan_issue"))
 
 
 @dataclass(slots=True)
@@ -47,38 +52,29 @@ def known_skills(session: Session, index_name: str,
                  paths: Iterable[str]) -> dict[str, dict[str, KnownSkill]]:
     """What the last reindex stored for these roots, keyed by root path and skill directory."""
     wanted = list(paths)
+    known: dict[str, dict[str, KnownSkill]] = defaultdict(dict)
     if not wanted:
-        return {}
+        return known
     rows = session.execute(
-        select(Root.path, Candidate.id, Candidate.rel_dir, Candidate.rules_key, Candidate.size,
-               Candidate.mtime_ns, Candidate.inode, Candidate.device, Candidate.status)
+        select(Root.path, Candidate.rel_dir, Candidate.id, Candidate.tree_key, Candidate.status)
         .join(Candidate, Candidate.root_id == Root.id)
         .where(Root.index_name == index_name, Root.path.in_(wanted))
-    ).all()
-    ids = [row[1] for row in rows]
-    files: dict[int, dict[str, KnownFile]] = defaultdict(dict)
-    walk: dict[int, set[str]] = defaultdict(set)
-    for chunk in _chunks(ids, 20_000):
-        for cid, rel, size, mtime, inode, device, xxh3, sha in session.execute(
-            select(Resource.candidate_id, Resource.rel_path, Resource.size, Resource.mtime_ns,
-                   Resource.inode, Resource.device, Resource.xxh3, Resource.sha256)
-            .where(Resource.candidate_id.in_(chunk))
-        ):
-            files[cid][rel] = KnownFile(model.FileStat(size, mtime, inode, device), xxh3, sha)
-        for cid, message in session.execute(
-            select(Finding.candidate_id, Finding.message)
-            .where(Finding.candidate_id.in_(chunk), Finding.code.in_(WALK_CODES),
-                   Finding.severity == model.Severity.WARNING.value)
-        ):
-            walk[cid].add(message)
-    known: dict[str, dict[str, KnownSkill]] = defaultdict(dict)
-    for root_path, cid, rel_dir, rules_key, e_size, e_mtime, e_inode, e_device, status in rows:
-        entry = (None if e_size is None
-                 else model.FileStat(e_size, e_mtime or 0, e_inode or 0, e_device or 0))
-        known[root_path][rel_dir] = KnownSkill(
-            cid, entry, rules_key, files.get(cid, {}), frozenset(walk.get(cid, ())),
-            rejected=status == model.Status.REJECTED.value)
+    )
+    rejected = model.Status.REJECTED.value
+    for root_path, rel_dir, cid, tree_key, status in rows:
+        known[root_path][rel_dir] = KnownSkill(cid, tree_key, status == rejected)
     return known
+
+
+def manifest(session: Session, candidate_id: int) -> dict[str, KnownFile]:
+    """The stored files of one candidate with their identity and hashes."""
+    return {
+        rel: KnownFile(model.FileStat(size, mtime, inode, device), xxh3, sha)
+        for rel, size, mtime, inode, device, xxh3, sha in session.execute(
+            select(Resource.rel_path, Resource.size, Resource.mtime_ns, Resource.inode,
+                   Resource.device, Resource.xxh3, Resource.sha256)
+            .where(Resource.candidate_id == candidate_id))
+    }
 
 
 def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
@@ -137,7 +133,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     issues = [{"root_id": root_ids[str(w.spec.path)], "path": str(p.path), "code": p.code,
                "message": p.message} for w in roots for p in w.problems]
     if issues:
-        session.execute(insert(ScanIssue), issues)
+        session.execute(insert(SCAN_ISSUE), issues)
     replaced = [new.previous_id for w in roots for new in w.added if new.previous_id is not None]
     firsts = first_run_ids(session, replaced)
     removed = [cid for write in roots for cid in write.removed]
@@ -149,7 +145,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                  "first_run_id": firsts.get(new.previous_id or 0, run_id)}
                 for root_id, new in added]
         new_ids = session.execute(
-            insert(Candidate).returning(Candidate.id, sort_by_parameter_order=True), rows
+            insert(CANDIDATE).returning(CANDIDATE.c.id, sort_by_parameter_order=True), rows
         ).scalars().all()
         findings = [{"candidate_id": cid, "code": f.code, "severity": f.severity.value,
                      "message": f.message}
@@ -160,9 +156,9 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                      for cid, (_, new) in zip(new_ids, added, strict=True)
                      for r in new.resources]
         if findings:
-            session.execute(insert(Finding), findings)
+            session.execute(insert(FINDING), findings)
         if resources:
-            session.execute(insert(Resource), resources)
+            session.execute(insert(RESOURCE), resources)
     return int(run_id)
 
 

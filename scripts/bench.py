@@ -1,0 +1,283 @@
+"""Benchmark: skillindex against the floors a persistent index is measured by, in one run.
+
+Generates skill trees of N skills spread over four roots (with some name collisions), then times,
+each as the median of several repetitions:
+
+  floor A   os.scandir + stat of every file (what an unchanged reindex cannot beat)
+  floor B   scandir + read + xxh3 + YAML parse of every file, no database (what a cold index
+            cannot beat)
+  cold / unchanged / 1%-changed reindex, the catalog library call and `skillindex catalog` as a
+  whole process, `index.read` of a body and of a resource, and the peak memory of a cold index.
+
+Prints a table of absolute times and ratios to the floors (or JSON with --json). Ratios, never
+absolute thresholds: the machine decides the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import xxhash
+import yaml
+
+ROOTS = 4
+COLLISION_EVERY = 20  # every 20th name exists in two roots
+
+
+def skill_text(number: int, name: str, version: int = 0) -> str:
+    description = (f"Skill {number} handles task family {number % 97}, use it when the user asks "
+                   f"for report {number}, export {number % 13} or review {version}. ")
+    body = "\n".join(f"Step {line}: do the thing carefully for case {number}-{line}."
+                     for line in range(18 + number % 12))
+    return (f"---\nname: {name}\ndescription: {description * 2}\nlicense: MIT\n"
+            f"metadata:\n  author: bench\n  version: '{version}'\n---\n# {name}\n\n{body}\n")
+
+
+def generate(base: Path, count: int) -> list[Path]:
+    roots = [base / f"root-{n}" for n in range(ROOTS)]
+    for number in range(count):
+        root = roots[number % ROOTS]
+        name = f"skill-{number:06d}"
+        if number % COLLISION_EVERY == 1:
+            name = f"skill-{number - 1:06d}"  # same name as its neighbour in the previous root
+        directory = root / f"{name}"
+        (directory / "references").mkdir(parents=True)
+        (directory / "scripts").mkdir()
+        (directory / "SKILL.md").write_text(skill_text(number, name))
+        (directory / "references" / "guide.md").write_text(f"# Guide {number}\n" + "text " * 120)
+        (directory / "references" / "api.md").write_text(f"# API {number}\n" + "call " * 80)
+        (directory / "scripts" / "run.py").write_text(f"print({number})\n" * 10)
+    return roots
+
+
+def floor_a(roots: list[Path]) -> int:
+    files = 0
+    stack = [str(r) for r in roots]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    entry.stat()
+                    files += 1
+    return files
+
+
+def floor_b(roots: list[Path]) -> int:
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    parsed = 0
+    stack = [str(r) for r in roots]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+                with open(entry.path, "rb") as handle:
+                    data = handle.read()
+                xxhash.xxh3_128_hexdigest(data)
+                if entry.name == "SKILL.md":
+                    head = data.decode("utf-8").split("\n---\n", 1)[0][4:]
+                    yaml.load(head, Loader=loader)
+                    parsed += 1
+    return parsed
+
+
+def median_time(function: Callable[[], object], repeat: int,
+                before: Callable[[], object] | None = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def settings_file(base: Path, roots: list[Path]) -> Path:
+    path = base / "config.toml"
+    lines = ["[skills]", "presets = false", ""]
+    for number, root in enumerate(roots):
+        lines += ["[[roots]]", f'path = "{root}"', f"precedence = {100 - number}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+PEAK_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    from skillindex import SkillIndex
+    with SkillIndex.open(sys.argv[1], db=sys.argv[2], cwd=sys.argv[3]) as index:
+        index.reindex()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""")
+BASELINE_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    from skillindex import SkillIndex
+    with SkillIndex.open(sys.argv[1], db=sys.argv[2], cwd=sys.argv[3]) as index:
+        pass
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""")
+
+
+def peak_kib(script: str, config: Path, db: Path, cwd: Path) -> int:
+    output = subprocess.run([sys.executable, "-c", script, str(config), str(db), str(cwd)],
+                            check=True, capture_output=True, text=True).stdout
+    return int(output.strip().splitlines()[-1])
+
+
+def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
+    from skillindex import SkillIndex
+
+    base = work / f"n{count}"
+    started = time.perf_counter()
+    roots = generate(base / "tree", count)
+    generated = time.perf_counter() - started
+    config = settings_file(base, roots)
+    cwd = base
+    results: dict[str, Any] = {"skills": count, "files": count * 4, "generate_s": generated}
+    results["floor_a_s"] = median_time(lambda: floor_a(roots), repeat)
+    results["floor_b_s"] = median_time(lambda: floor_b(roots), repeat)
+
+    db_counter = iter(range(10**6))
+
+    def cold() -> None:
+        with SkillIndex.open(config, db=str(base / f"cold-{next(db_counter)}.sqlite"),
+                             cwd=cwd) as index:
+            index.reindex()
+
+    results["cold_s"] = median_time(cold, repeat)
+    db = base / "index.sqlite"
+    index = SkillIndex.open(config, db=str(db), cwd=cwd)
+    index.reindex()
+    results["unchanged_s"] = median_time(index.reindex, repeat)
+
+    changed = max(1, count // 100)
+    version = iter(range(1, 10**6))
+
+    def change_one_percent() -> None:
+        v = next(version)
+        for number in range(0, count, max(1, count // changed)):
+            root = roots[number % ROOTS]
+            name = f"skill-{number:06d}"
+            path = root / name / "SKILL.md"
+            if path.exists():
+                path.write_text(skill_text(number, name, v))
+
+    results["changed_1pct_s"] = median_time(index.reindex, repeat, before=change_one_percent)
+    results["changed_skills"] = changed
+
+    if hasattr(index, "catalog"):
+        index.catalog()
+        results["catalog_call_s"] = median_time(index.catalog, max(repeat, 5))
+        command = [sys.executable, "-m", "skillindex", "--config", str(config), "--db", str(db),
+                   "--cwd", str(cwd), "catalog"]
+        results["catalog_process_s"] = median_time(
+            lambda: subprocess.run(command, check=True, capture_output=True), repeat)
+        python_only = [sys.executable, "-c", "pass"]
+        results["python_start_s"] = median_time(
+            lambda: subprocess.run(python_only, check=True, capture_output=True), repeat)
+    if hasattr(index, "read"):
+        name = "skill-000002"
+        index.read(f"skill://{name}", reason="bench")
+        results["read_body_s"] = median_time(
+            lambda: index.read(f"skill://{name}", reason="bench"), max(repeat, 20))
+        results["read_resource_s"] = median_time(
+            lambda: index.read(f"skill://{name}/references/guide.md", reason="bench"),
+            max(repeat, 20))
+    index.close()
+
+    results["peak_rss_mb"] = peak_kib(PEAK_SCRIPT, config, base / "peak.sqlite", cwd) / 1024
+    results["baseline_rss_mb"] = peak_kib(BASELINE_SCRIPT, config, base / "base.sqlite",
+                                          cwd) / 1024
+    shutil.rmtree(base)
+    return results
+
+
+def ratios(result: dict[str, Any]) -> dict[str, float]:
+    out = {
+        "unchanged / floor A": result["unchanged_s"] / result["floor_a_s"],
+        "cold / floor B": result["cold_s"] / result["floor_b_s"],
+        "1% changed / unchanged": result["changed_1pct_s"] / result["unchanged_s"],
+    }
+    return out
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = [
+        ("floor A: scandir + stat", "floor_a_s"),
+        ("floor B: read + xxh3 + YAML", "floor_b_s"),
+        ("cold index", "cold_s"),
+        ("unchanged reindex", "unchanged_s"),
+        ("reindex, 1% changed", "changed_1pct_s"),
+        ("catalog library call", "catalog_call_s"),
+        ("`skillindex catalog` process", "catalog_process_s"),
+        ("python -c pass (process floor)", "python_start_s"),
+        ("read body (verify + audit)", "read_body_s"),
+        ("read resource (verify + audit)", "read_resource_s"),
+    ]
+    header = "| measure | " + " | ".join(f"{r['skills']:,} skills" for r in results) + " |"
+    lines = [header, "|---|" + "---:|" * len(results)]
+    for label, key in rows:
+        if not any(key in r for r in results):
+            continue
+        cells = [_time(r.get(key)) for r in results]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("| peak RSS of a cold index | " + " | ".join(
+        f"{r['peak_rss_mb']:.0f} MB" for r in results) + " |")
+    lines.append("| RSS after open alone | " + " | ".join(
+        f"{r['baseline_rss_mb']:.0f} MB" for r in results) + " |")
+    for name in ratios(results[0]):
+        lines.append(f"| ratio: {name} | " + " | ".join(
+            f"{ratios(r)[name]:.2f}x" for r in results) + " |")
+    return "\n".join(lines)
+
+
+def _time(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 0.1:
+        return f"{value * 1000:.2f} ms"
+    return f"{value:.2f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, help="skill counts (default 1000 10000 "
+                        "100000)")
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (200 skills)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions per figure")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--work", type=Path, help="where to generate trees (default: a temp dir)")
+    args = parser.parse_args()
+    sizes = [200] if args.quick else (args.sizes or [1_000, 10_000, 100_000])
+    repeat = 1 if args.quick else args.repeat
+    work = Path(tempfile.mkdtemp(prefix="skillindex-bench-", dir=args.work))
+    try:
+        results = []
+        for size in sizes:
+            print(f"benchmarking {size} skills ...", file=sys.stderr, flush=True)
+            results.append(bench(size, repeat, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps([{**r, "ratios": ratios(r)} for r in results], indent=2))
+    else:
+        print(table(results))
+
+
+if __name__ == "__main__":
+    main()
