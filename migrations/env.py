@@ -1,4 +1,4 @@
-"""Alembic environment: migrates the connection skillindex hands over, or the configured database."""
+"""Alembic environment: migrates the connection skillindex hands over, or the configured one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SkillIndex, the library entry point: opens the store for a configuration and owns its sessions."""
+"""SkillIndex, the library entry point: opens the store for a configuration, owns sessions."""
 
 from __future__ import annotations
 

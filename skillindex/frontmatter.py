@@ -1,4 +1,4 @@
-"""Splits SKILL.md into frontmatter and body and parses the frontmatter safely, never executing tags."""
+"""Splits SKILL.md into frontmatter and body and parses the frontmatter safely (no tags run)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def split(text: str) -> tuple[str, str] | Finding:
     """Return (frontmatter, body); the frontmatter sits between two lines holding only `---`."""
     first, sep, rest = text.partition("\n")
     if first.rstrip() != "---":
-        return _error("frontmatter-missing", "SKILL.md does not start with a '---' frontmatter line")
+        return _error("frontmatter-missing",
+                      "SKILL.md does not start with a '---' frontmatter line")
     if not sep:
         return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
     position = 0

@@ -200,7 +200,8 @@ def _list_skill(real_dir: Path, entries: list[os.DirEntry[str]]) -> _Listing:
                 continue
             if len(listing.files) >= MAX_FILES_PER_SKILL:
                 listing.findings.append(_warn(
-                    "too-many-files", f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
+                    "too-many-files",
+                    f"more than {MAX_FILES_PER_SKILL} files; the rest is left out"))
                 return listing
             listing.files[rel_path] = (entry.path, file_stat(st))
     return listing

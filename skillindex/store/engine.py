@@ -22,7 +22,7 @@ def sqlite_path(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
-    return Path(parsed.database)  # type: ignore[arg-type]
+    return Path(parsed.database)
 
 
 def _prepare_sqlite_file(path: Path) -> None:

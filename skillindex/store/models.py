@@ -1,4 +1,4 @@
-"""Typed SQLAlchemy models of the index: runs, roots, candidates, findings, resources, audit events."""
+"""Typed SQLAlchemy models of the index: runs, roots, candidates, findings, resources, events."""
 
 from __future__ import annotations
 

@@ -72,8 +72,9 @@ def known_skills(session: Session, index_name: str,
         ):
             walk[cid].add(message)
     known: dict[str, dict[str, KnownSkill]] = defaultdict(dict)
-    for root_path, cid, rel_dir, rules_key, size, mtime, inode, device, status in rows:
-        entry = None if size is None else model.FileStat(size, mtime, inode, device)
+    for root_path, cid, rel_dir, rules_key, e_size, e_mtime, e_inode, e_device, status in rows:
+        entry = (None if e_size is None
+                 else model.FileStat(e_size, e_mtime or 0, e_inode or 0, e_device or 0))
         known[root_path][rel_dir] = KnownSkill(
             cid, entry, rules_key, files.get(cid, {}), frozenset(walk.get(cid, ())),
             rejected=status == model.Status.REJECTED.value)
@@ -113,7 +114,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     existing = dict(session.execute(
         select(Root.path, Root.id).where(Root.index_name == index_name,
                                          Root.path.in_([str(w.spec.path) for w in roots]))
-    ).tuples().all())
+    ).all())
     root_ids: dict[str, int] = {}
     for write in roots:
         spec = write.spec
@@ -170,7 +171,7 @@ def first_run_ids(session: Session, ids: Sequence[int]) -> dict[int, int]:
     for chunk in _chunks(list(ids), 20_000):
         found.update(session.execute(
             select(Candidate.id, Candidate.first_run_id).where(Candidate.id.in_(chunk))
-        ).tuples().all())
+        ).all())
     return found
 
 
@@ -190,7 +191,7 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
         query = query.where(Candidate.status == status.value)
     if name is not None:
         query = query.where(Candidate.name == name)
-    pairs = session.execute(query).tuples().all()
+    pairs = session.execute(query).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
     ids = [candidate.id for candidate, _ in pairs]
     for chunk in _chunks(ids, 20_000):
@@ -219,11 +220,11 @@ def root_states(session: Session, index_name: str,
         select(Root).where(Root.index_name == index_name))}
     totals = dict(session.execute(
         select(Candidate.root_id, func.count()).group_by(Candidate.root_id)
-    ).tuples().all())
+    ).all())
     rejected = dict(session.execute(
         select(Candidate.root_id, func.count()).where(Candidate.status == "rejected")
         .group_by(Candidate.root_id)
-    ).tuples().all())
+    ).all())
     problems: dict[int, list[model.ScanProblem]] = defaultdict(list)
     for root_id, path, code, message in session.execute(
         select(ScanIssue.root_id, ScanIssue.path, ScanIssue.code, ScanIssue.message)
