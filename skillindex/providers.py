@@ -14,6 +14,9 @@ from skillindex.model import RootSpec, ScanProblem, Scope, Validation
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
     "native", "claude", "claude-plugins", "agents", "codex", "custom")
 PRIORITY = {NATIVE: 100, CLAUDE: 80, CLAUDE_PLUGINS: 70, AGENTS: 70, CODEX: 70, CUSTOM: 0}
+# Presets whose roots share one precedence but are ordered by rule (project before user,
+# nearest directory first), so two of their roots never tie with each other.
+ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX})
 # Codex nests skills in groups (`skills/.system/...` aside, `skills/<group>/<skill>`).
 CODEX_MAX_DEPTH = 3
 # The seed walks at most this many ancestors when it looks for context files.
