@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from skillindex import indexer, resolve
 from skillindex.config import Environment, Settings, database_url, load_settings
+from skillindex.contextfiles import find_context_files
 from skillindex.errors import SkillNotFoundError, StoreError
 from skillindex.indexer import Progress
-from skillindex.model import Candidate, IndexReport, RootState, Status
-from skillindex.providers import RootPlan, plan_roots
+from skillindex.model import Candidate, ContextFile, IndexReport, RootState, Status
+from skillindex.providers import RootPlan, context_dirs, plan_roots
 from skillindex.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
@@ -125,6 +126,9 @@ class SkillIndex:
             raise SkillNotFoundError(name)
         return explanation
 
+    def context_files(self) -> list[ContextFile]:
+        """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""
+        return find_context_files(context_dirs(self.env), self.settings.context_files)
 
 
 def _environment(env: Environment | None, cwd: str | Path | None) -> Environment:

@@ -277,6 +277,24 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"  {'':<9}  {verdict.reason}")
 
 
+@cli.command()
+@json_option
+@click.pass_context
+def context(ctx: click.Context, as_json: bool) -> None:
+    """Standalone context files (`context_files`, e.g. XCSH.md) in this directory and above."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        found = index.context_files()
+        names = index.settings.context_files
+    if options.json:
+        _print_json([item.as_dict() for item in found])
+    elif not found:
+        click.echo(f"no context files ({', '.join(names)}) in this directory or its ancestors")
+    else:
+        _table(["depth", "size", "sha256", "path"],
+               [[f.depth, f.size, f.sha256[:16], f.path] for f in found])
+
+
 @cli.group()
 def db() -> None:
     """Database schema migrations (Alembic)."""

@@ -68,6 +68,16 @@ def project_dirs(env: Environment) -> list[Path]:
     return walked if home in cwd.parents else [cwd]
 
 
+def context_dirs(env: Environment) -> list[tuple[int, Path]]:
+    """Where the seed looks for standalone context files, as (distance from cwd, directory):
+    cwd and up to 19 ancestors, nearest first, leaving out directories whose own name is hidden
+    (a `.codex/AGENTS.md` belongs to that tool's configuration, not to the project)."""
+    cwd = Path(os.path.normpath(env.cwd))
+    return [(depth, directory)
+            for depth, directory in enumerate((cwd, *cwd.parents)[:MAX_ANCESTORS])
+            if not directory.name.startswith(".")]
+
+
 def _preset_sources(settings: Settings, env: Environment,
                     problems: list[ScanProblem]) -> Iterable[_Source]:
     home = env.home

@@ -1,7 +1,8 @@
-"""`skillindex list` and `explain` as a user runs them: output, JSON and exit codes."""
+"""`skillindex list`, `explain` and `context` as a user runs them: output, JSON and exit codes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def indexed(world: World, config: str = "") -> None:
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.parametrize("command", ["list", "explain"])
+@pytest.mark.parametrize("command", ["list", "explain", "context"])
 def test_every_new_command_has_help(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"], catch_exceptions=False)
     assert result.exit_code == 0
@@ -157,3 +158,26 @@ def test_explain_of_an_unknown_name_exits_3(world: World) -> None:
     assert result.stderr == "skillindex: error: skill not found: docx\n"
     assert result.stdout == ""
 
+
+def test_context_lists_the_files_with_size_and_hash(world: World) -> None:
+    (world.repo / "XCSH.md").write_text("Use tabs.\n", encoding="utf-8")
+    (world.cwd / "AGENTS.md").write_text("Be brief.\n", encoding="utf-8")
+    result = world.run("context")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["DEPTH", "SIZE", "SHA256", "PATH"]
+    assert lines[1].split() == ["2", "10", hashlib.sha256(b"Use tabs.\n").hexdigest()[:16],
+                                str(world.repo / "XCSH.md")]
+    assert len(lines) == 2
+
+    config = '[skills]\ncontext_files = ["AGENTS.md", "XCSH.md"]\n'
+    entries = json.loads(world.run("--json", "context", config=config).stdout)
+    assert [(e["path"], e["depth"], e["size"]) for e in entries] == [
+        (str(world.cwd / "AGENTS.md"), 0, 10), (str(world.repo / "XCSH.md"), 2, 10)]
+    assert entries[0]["sha256"] == hashlib.sha256(b"Be brief.\n").hexdigest()
+
+
+def test_context_without_files_says_what_it_looked_for(world: World) -> None:
+    result = world.run("context")
+    assert result.exit_code == 0
+    assert result.stdout == "no context files (XCSH.md) in this directory or its ancestors\n"
