@@ -11,12 +11,14 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from skillindex import indexer
+from skillindex import indexer, resolve
 from skillindex.config import Environment, Settings, database_url, load_settings
-from skillindex.errors import StoreError
+from skillindex.contextfiles import find_context_files
+from skillindex.errors import SkillNotFoundError, StoreError
 from skillindex.indexer import Progress
-from skillindex.model import Candidate, IndexReport, RootState, Status
-from skillindex.providers import RootPlan, plan_roots
+from skillindex.model import Candidate, ContextFile, IndexReport, RootState, Status
+from skillindex.providers import RootPlan, context_dirs, plan_roots
+from skillindex.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
 
@@ -107,6 +109,26 @@ class SkillIndex:
     def roots(self) -> list[RootState]:
         with self._session() as session:
             return queries.root_states(session, self.index_name, self.plan.roots)
+
+    def resolution(self) -> Resolution:
+        """Every candidate of this directory judged by the filters and the collision policy."""
+        return resolve.resolve(self.candidates(), self.plan.roots,
+                               resolve.Rules.from_settings(self.settings))
+
+    def winners(self) -> list[Winner]:
+        """The skills the catalog is built from, in precedence order, under their catalog names."""
+        return list(self.resolution().winners)
+
+    def explain(self, name: str) -> Explanation:
+        """Every candidate for `name` with its outcome and the reason; NotFound when none."""
+        explanation = resolve.explain(self.resolution(), name)
+        if explanation is None:
+            raise SkillNotFoundError(name)
+        return explanation
+
+    def context_files(self) -> list[ContextFile]:
+        """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""
+        return find_context_files(context_dirs(self.env), self.settings.context_files)
 
 
 def _environment(env: Environment | None, cwd: str | Path | None) -> Environment:

@@ -232,6 +232,69 @@ def _root_state(state: Any) -> str:
     return "indexed" if state.indexed else "not indexed"
 
 
+@cli.command("list")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """The skills the catalog is built from (filters and collision policy applied)."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        resolution = index.resolution()
+    if options.json:
+        _print_json([winner.as_dict() for winner in resolution.winners])
+    elif not resolution.winners:
+        click.echo("no skills in the catalog; `skillindex candidates` shows what was found and "
+                   "`skillindex explain NAME` why a skill is left out")
+    else:
+        _table(["name", "scope", "provider", "prec", "path"],
+               [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
+                 w.candidate.path] for w in resolution.winners])
+    for collision in resolution.collisions:
+        click.echo(f"warning: {collision.message}", err=True)
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@click.pass_context
+def explain(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Every candidate for NAME, which one is used, and why the others are not."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        explanation = index.explain(name)
+    if options.json:
+        _print_json(explanation.as_dict())
+        return
+    for winner in explanation.winners:
+        alias = f" as {winner.name}" if winner.name != explanation.name else ""
+        click.echo(f"{explanation.name}: in the catalog{alias}: {winner.candidate.path}")
+    if not explanation.winners:
+        click.echo(f"{explanation.name}: not in the catalog")
+    for verdict in explanation.verdicts:
+        c = verdict.candidate
+        click.echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
+                   f"{c.path}")
+        click.echo(f"  {'':<9}  {verdict.reason}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def context(ctx: click.Context, as_json: bool) -> None:
+    """Standalone context files (`context_files`, e.g. XCSH.md) in this directory and above."""
+    options = _options(ctx, as_json)
+    with options.open() as index:
+        found = index.context_files()
+        names = index.settings.context_files
+    if options.json:
+        _print_json([item.as_dict() for item in found])
+    elif not found:
+        click.echo(f"no context files ({', '.join(names)}) in this directory or its ancestors")
+    else:
+        _table(["depth", "size", "sha256", "path"],
+               [[f.depth, f.size, f.sha256[:16], f.path] for f in found])
+
+
 @cli.group()
 def db() -> None:
     """Database schema migrations (Alembic)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -158,10 +159,17 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     skills = document.get("skills", {})
     if not isinstance(skills, Mapping):
         raise ConfigError("[skills] must be a table", source=source, key="skills")
+    spelled: dict[str, str] = {}
     for key, value in skills.items():
         name = ALIASES.get(key, key)
         if name not in _SKILL_KEYS:
-            raise ConfigError(f"unknown setting skills.{key}", source=source, key=key)
+            raise ConfigError(f"unknown setting skills.{key}{_suggest(key)}", source=source,
+                              key=key)
+        if name in spelled:
+            # Two spellings of one setting: which one wins would depend on the order in the file.
+            raise ConfigError(f"skills.{spelled[name]} and skills.{key} are the same setting; "
+                              "keep one", source=source, key=key)
+        spelled[name] = key
         values[name] = _convert(name, value, Settings.__dataclass_fields__[name].default,
                                 source, f"skills.{key}")
     if "index" in document:
@@ -179,7 +187,16 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     if not settings.native_dir or "/" in settings.native_dir:
         raise ConfigError("skills.native_dir must be a single directory name", source=source,
                           key="native_dir")
+    for file_name in settings.context_files:
+        if not file_name or "/" in file_name or file_name in (".", ".."):
+            raise ConfigError(f"skills.context_files holds {file_name!r}; each entry must be a "
+                              "file name such as AGENTS.md", source=source, key="context_files")
     return settings
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, sorted(_SKILL_KEYS | set(ALIASES)), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _index_name(value: Any, source: str) -> str:

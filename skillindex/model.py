@@ -136,6 +136,23 @@ class ScanProblem:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextFile:
+    """A standalone instruction file (XCSH.md, AGENTS.md ...) in cwd or one of its ancestors."""
+
+    path: Path
+    depth: int  # 0 in cwd, 1 in its parent ...
+    size: int
+    mtime_ns: int
+    xxh3: str
+    sha256: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"path": str(self.path), "name": self.path.name, "depth": self.depth,
+                "size": self.size, "mtime_ns": self.mtime_ns, "xxh3": self.xxh3,
+                "sha256": self.sha256}
+
+
+@dataclass(frozen=True, slots=True)
 class RootState:
     """A root as the store last saw it."""
 

@@ -14,6 +14,9 @@ from skillindex.model import RootSpec, ScanProblem, Scope, Validation
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
     "native", "claude", "claude-plugins", "agents", "codex", "custom")
 PRIORITY = {NATIVE: 100, CLAUDE: 80, CLAUDE_PLUGINS: 70, AGENTS: 70, CODEX: 70, CUSTOM: 0}
+# Presets whose roots share one precedence but are ordered by rule (project before user,
+# nearest directory first), so two of their roots never tie with each other.
+ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX})
 # Codex nests skills in groups (`skills/.system/...` aside, `skills/<group>/<skill>`).
 CODEX_MAX_DEPTH = 3
 # The seed walks at most this many ancestors when it looks for context files.
@@ -50,50 +53,62 @@ def normalize(path: str | Path, env: Environment) -> Path:
 
 
 def project_dirs(env: Environment) -> list[Path]:
-    """From cwd up to the repository root; without one, up to (not including) home, else cwd."""
+    """cwd and its ancestors, nearest first, up to and including the repository root (the first
+    directory holding `.git`) or home, whichever comes first; outside home and any repository,
+    cwd alone (walking on to `/` would pick up whatever other users left in `/tmp` or `/srv`)."""
     cwd = Path(os.path.normpath(env.cwd))
+    home = Path(os.path.normpath(env.home))
     walked: list[Path] = []
     for directory in (cwd, *cwd.parents):
-        if directory == env.home and walked:
-            break
         walked.append(directory)
-        if (directory / ".git").exists() or directory == env.home:
+        if directory == home or (directory / ".git").exists():
             return walked
         if len(walked) >= MAX_ANCESTORS:
             break
-    return walked if env.home in cwd.parents else [cwd]
+    return walked if home in cwd.parents else [cwd]
+
+
+def context_dirs(env: Environment) -> list[tuple[int, Path]]:
+    """Where the seed looks for standalone context files, as (distance from cwd, directory):
+    cwd and up to 19 ancestors, nearest first, leaving out directories whose own name is hidden
+    (a `.codex/AGENTS.md` belongs to that tool's configuration, not to the project)."""
+    cwd = Path(os.path.normpath(env.cwd))
+    return [(depth, directory)
+            for depth, directory in enumerate((cwd, *cwd.parents)[:MAX_ANCESTORS])
+            if not directory.name.startswith(".")]
 
 
 def _preset_sources(settings: Settings, env: Environment,
-                    problems: list[ScanProblem]) -> Iterable[tuple[_Source, str]]:
+                    problems: list[ScanProblem]) -> Iterable[_Source]:
     home = env.home
     projects = project_dirs(env)
     native = settings.native_dir
     for directory in projects:
         yield _Source(directory / native / "skills", Scope.PROJECT, NATIVE,
-                      "enable_native_project"), NATIVE
-    yield _Source(home / native / "agent" / "skills", Scope.USER, NATIVE,
-                  "enable_native_user"), NATIVE
+                      "enable_native_project")
+    yield _Source(home / native / "agent" / "skills", Scope.USER, NATIVE, "enable_native_user")
     for directory in projects:
         yield _Source(directory / ".claude" / "skills", Scope.PROJECT, CLAUDE,
-                      "enable_claude_project"), CLAUDE
-    yield _Source(home / ".claude" / "skills", Scope.USER, CLAUDE, "enable_claude_user"), CLAUDE
-    for plugin, install_path in _installed_plugins(home, problems):
-        yield _Source(install_path / "skills", Scope.PLUGIN, CLAUDE_PLUGINS, None,
-                      f"{plugin}:"), CLAUDE_PLUGINS
+                      "enable_claude_project")
+    yield _Source(home / ".claude" / "skills", Scope.USER, CLAUDE, "enable_claude_user")
+    for plugin, install_path in _installed_plugins(env, problems):
+        yield _Source(install_path / "skills", Scope.PLUGIN, CLAUDE_PLUGINS, None, f"{plugin}:")
     for directory in projects:
         for name in (".agents", ".agent"):
-            yield _Source(directory / name / "skills", Scope.PROJECT, AGENTS, None), AGENTS
+            yield _Source(directory / name / "skills", Scope.PROJECT, AGENTS, None)
     for name in (".agents", ".agent"):
-        yield _Source(home / name / "skills", Scope.USER, AGENTS, None), AGENTS
-    yield _Source(env.cwd / ".codex" / "skills", Scope.PROJECT, CODEX, None), CODEX
+        yield _Source(home / name / "skills", Scope.USER, AGENTS, None)
+    # Codex reads project skills from cwd only, and has no toggle for them (the seed's rule:
+    # a source without a toggle of its own follows "any toggle on").
+    yield _Source(env.cwd / ".codex" / "skills", Scope.PROJECT, CODEX, None)
     codex_home = env.codex_home or home / ".codex"
-    yield _Source(codex_home / "skills", Scope.USER, CODEX, "enable_codex_user"), CODEX
+    yield _Source(codex_home / "skills", Scope.USER, CODEX, "enable_codex_user")
 
 
-def _installed_plugins(home: Path, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
-    """Plugins listed by Claude Code's installed_plugins.json (version 1 or 2 layout)."""
-    registry = home / ".claude" / "plugins" / "installed_plugins.json"
+def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
+    """(plugin name, install path) of every entry of Claude Code's installed_plugins.json:
+    version 1 maps `name@marketplace` to one entry, version 2 to a list of entries."""
+    registry = env.home / ".claude" / "plugins" / "installed_plugins.json"
     try:
         document = json.loads(registry.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -109,15 +124,26 @@ def _installed_plugins(home: Path, problems: list[ScanProblem]) -> list[tuple[st
         return []
     found: list[tuple[str, Path]] = []
     for key, entries in sorted(plugins.items()):
-        plugin = str(key).split("@", 1)[0]
+        # A plugin id is `name@marketplace`; a name may itself hold `@`, the marketplace not.
+        plugin = str(key).rpartition("@")[0] or str(key)
         for entry in entries if isinstance(entries, list) else [entries]:
             install = entry.get("installPath") if isinstance(entry, dict) else None
-            if isinstance(install, str) and install:
-                found.append((plugin, Path(os.path.expanduser(install))))
+            if not isinstance(install, str) or not install:
+                problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable",
+                                            f"plugin {key} has an entry without installPath"))
+                continue
+            path = Path(install)
+            if install == "~" or install.startswith("~/"):
+                path = normalize(install, env)
+            elif not path.is_absolute():
+                path = registry.parent / path
+            found.append((plugin, Path(os.path.normpath(path))))
     return found
 
 
 def plan_roots(settings: Settings, env: Environment) -> RootPlan:
+    """Presets in the seed's order (native, claude, claude-plugins, agents, codex), then
+    `custom_directories`, then `[[roots]]`; a path already registered keeps its first entry."""
     problems: list[ScanProblem] = []
     toggles = {
         "enable_native_project": settings.enable_native_project,
@@ -141,7 +167,14 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             name_prefix=spec.name_prefix, disabled_by=spec.disabled_by))
 
     if settings.presets:
-        for source, provider in _preset_sources(settings, env, problems):
+        sources = list(_preset_sources(settings, env, problems))
+        # When cwd is home, `~/.claude/skills` is both a project and a user root; it is the
+        # user's, so that enable_claude_user (not enable_claude_project) switches it.
+        user_paths = {normalize(s.path, env) for s in sources if s.scope is not Scope.PROJECT}
+        for source in sources:
+            provider = source.provider
+            if source.scope is Scope.PROJECT and normalize(source.path, env) in user_paths:
+                continue
             if source.toggle is None:
                 disabled_by = None if any_toggle else "every enable_* toggle is false"
             else:

@@ -1,0 +1,316 @@
+"""Decides which candidates make the catalog and says why, as pure functions over Candidates."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from skillindex.config import COLLISION_POLICIES, Settings
+from skillindex.model import Candidate, RootSpec, Severity
+from skillindex.providers import ORDERED_PROVIDERS
+
+PRECEDENCE, REJECT_AMBIGUOUS, QUALIFY, KEEP_ALL = COLLISION_POLICIES
+
+
+class Outcome(enum.StrEnum):
+    WINNER = "winner"
+    SHADOWED = "shadowed"
+    FILTERED = "filtered"
+    DISABLED = "disabled"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The settings resolution obeys; no defaults, so every caller states each of them."""
+
+    enabled: bool
+    ignored: tuple[str, ...]
+    included: tuple[str, ...]
+    policy: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Rules:
+        return cls(enabled=settings.enabled, ignored=settings.ignored_skills,
+                   included=settings.include_skills, policy=settings.collision_policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """Different SKILL.md files that declare one name, and which of them the policy kept."""
+
+    name: str
+    policy: str
+    paths: tuple[Path, ...]  # every file declaring the name, in precedence order
+    kept: tuple[Path, ...]  # empty when reject-ambiguous refused a tie
+
+    @property
+    def message(self) -> str:
+        files = ", ".join(str(path) for path in self.paths)
+        kept = ", ".join(str(path) for path in self.kept) if self.kept else "none of them"
+        return (f"name collision: {self.name!r} is declared by {len(self.paths)} files ({files}); "
+                f"collision_policy {self.policy} kept {kept}")
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "policy": self.policy,
+                "paths": [str(path) for path in self.paths],
+                "kept": [str(path) for path in self.kept], "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Winner:
+    """A candidate of the resolved set, under the name the catalog shows (qualified or not)."""
+
+    name: str
+    candidate: Candidate
+    collision: Collision | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.candidate.as_dict(), "name": self.name,
+                "declared_name": self.candidate.name,
+                "collision": None if self.collision is None else self.collision.as_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What resolution made of one candidate, with the reason in words."""
+
+    candidate: Candidate
+    outcome: Outcome
+    reason: str
+    name: str | None = None  # the catalog name, for winners
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.candidate.as_dict(), "outcome": str(self.outcome), "reason": self.reason,
+                "catalog_name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Every candidate judged, in precedence order, the winners and the name collisions."""
+
+    verdicts: tuple[Verdict, ...]
+    winners: tuple[Winner, ...]
+    collisions: tuple[Collision, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Every candidate for one name with its outcome: the answer to "why is my skill not used?"."""
+
+    name: str
+    verdicts: tuple[Verdict, ...]
+    winners: tuple[Winner, ...]
+    collision: Collision | None
+
+    @property
+    def winner(self) -> Winner | None:
+        return self.winners[0] if self.winners else None
+
+    def as_dict(self) -> dict[str, object]:
+        winner = self.winner
+        return {"name": self.name, "winner": None if winner is None else winner.as_dict(),
+                "winners": [w.as_dict() for w in self.winners],
+                "collision": None if self.collision is None else self.collision.as_dict(),
+                "candidates": [v.as_dict() for v in self.verdicts]}
+
+
+def resolve(candidates: Iterable[Candidate], roots: Sequence[RootSpec], rules: Rules) -> Resolution:
+    """Filters (source, ignored, included, enabled), then one candidate per real directory,
+    then the collision policy per name; filters come first so that switching a source off
+    lets the next candidate of that name win."""
+    if rules.policy not in COLLISION_POLICIES:
+        raise ValueError(f"unknown collision policy {rules.policy!r}")
+    specs = {spec.path: spec for spec in roots}
+    ranked = sorted((_rebase(c, specs.get(c.root)) for c in candidates), key=_rank)
+    verdicts: dict[int, Verdict] = {}
+    first_copy: dict[Path, Candidate] = {}
+    groups: dict[str, list[int]] = {}
+    for number, candidate in enumerate(ranked):
+        screened = _screen(candidate, specs.get(candidate.root), rules)
+        if screened is not None:
+            verdicts[number] = screened
+            continue
+        original = first_copy.setdefault(candidate.real_path, candidate)
+        if original is not candidate:
+            verdicts[number] = Verdict(candidate, Outcome.DUPLICATE, (
+                f"same skill directory as {original.path} (both resolve to "
+                f"{candidate.real_path}); counted once"))
+            continue
+        groups.setdefault(str(candidate.name), []).append(number)
+    # A qualified name must not take a name some other skill already declares.
+    taken = set(groups)
+    collisions: list[Collision] = []
+    winners: dict[int, Winner] = {}
+    for name, members in groups.items():
+        group = [ranked[number] for number in members]
+        judged = _apply_policy(name, group, rules.policy, taken)
+        collision = _collision(name, rules.policy, judged)
+        if collision is not None:
+            collisions.append(collision)
+        for number, verdict in zip(members, judged, strict=True):
+            verdicts[number] = verdict
+            if verdict.outcome is Outcome.WINNER:
+                winners[number] = Winner(verdict.name or name, verdict.candidate, collision)
+    return Resolution(
+        verdicts=tuple(verdicts[number] for number in range(len(ranked))),
+        winners=tuple(winners[number] for number in sorted(winners)),
+        collisions=tuple(collisions))
+
+
+def explain(resolution: Resolution, name: str) -> Explanation | None:
+    """Every candidate that declares `name` (or, rejected before it had a name, lives in a
+    directory of that name); a qualified catalog name stands for its declared name."""
+    declared = next((w.candidate.name for w in resolution.winners
+                     if w.name == name and w.candidate.name is not None), name)
+    verdicts = tuple(v for v in resolution.verdicts if _answers_to(v.candidate, declared))
+    if not verdicts:
+        return None
+    return Explanation(
+        name=declared, verdicts=verdicts,
+        winners=tuple(w for w in resolution.winners if w.candidate.name == declared),
+        collision=next((c for c in resolution.collisions if c.name == declared), None))
+
+
+def _answers_to(candidate: Candidate, name: str) -> bool:
+    if candidate.name is not None:
+        return candidate.name == name
+    return candidate.directory.name == name
+
+
+def _rank(candidate: Candidate) -> tuple[int, int, str]:
+    return -candidate.precedence, candidate.position, str(candidate.path)
+
+
+def _rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:
+    # The settings may have changed since the last reindex: the plan's precedence counts.
+    if spec is None:
+        return candidate
+    return replace(candidate, scope=spec.scope, provider=spec.provider,
+                   precedence=spec.precedence, position=spec.position)
+
+
+def _screen(candidate: Candidate, spec: RootSpec | None, rules: Rules) -> Verdict | None:
+    """The verdict of a candidate that cannot compete for its name, None for one that can."""
+    if not candidate.accepted or candidate.name is None:
+        errors = [f"{f.code}: {f.message}" for f in candidate.findings
+                  if f.severity is Severity.ERROR]
+        return Verdict(candidate, Outcome.REJECTED,
+                       "invalid: " + ("; ".join(errors) or "rejected at index time"))
+    if not rules.enabled:
+        return Verdict(candidate, Outcome.FILTERED,
+                       "skills are switched off ([skills] enabled = false)")
+    if spec is not None and spec.disabled_by is not None:
+        return Verdict(candidate, Outcome.FILTERED, f"source switched off ({spec.disabled_by})")
+    ignored = next((p for p in rules.ignored if fnmatchcase(candidate.name, p)), None)
+    if ignored is not None:
+        return Verdict(candidate, Outcome.FILTERED,
+                       f"name matches ignored_skills pattern {ignored!r}")
+    if rules.included and not any(fnmatchcase(candidate.name, p) for p in rules.included):
+        patterns = ", ".join(repr(p) for p in rules.included)
+        return Verdict(candidate, Outcome.FILTERED,
+                       f"name matches no include_skills pattern ({patterns})")
+    if not candidate.enabled:
+        return Verdict(candidate, Outcome.DISABLED, "its frontmatter says enabled: false")
+    return None
+
+
+def _source(candidate: Candidate) -> str:
+    return f"{candidate.scope} {candidate.provider} root, precedence {candidate.precedence}"
+
+
+def _beats(winner: Candidate, loser: Candidate) -> str:
+    if winner.precedence > loser.precedence:
+        return f"precedence {winner.precedence} > {loser.precedence}"
+    return f"same precedence {winner.precedence}; its root is registered earlier"
+
+
+def _apply_policy(name: str, group: list[Candidate], policy: str,
+                  taken: set[str]) -> list[Verdict]:
+    top = group[0]
+    if len(group) == 1:
+        return [Verdict(top, Outcome.WINNER, f"the only usable candidate ({_source(top)})", name)]
+    if policy == KEEP_ALL:
+        return [Verdict(c, Outcome.WINNER, (
+            f"kept with {len(group) - 1} other file(s) of the same name "
+            f"(collision_policy keep-all; {_source(c)})"), name) for c in group]
+    if policy == QUALIFY:
+        names = _qualified(name, group, taken)
+        return [Verdict(c, Outcome.WINNER, (
+            f"kept as {qualified!r}: {len(group)} files declare {name!r} "
+            f"(collision_policy qualify; {_source(c)})"), qualified)
+            for c, qualified in zip(group, names, strict=True)]
+    tied = _tied(group)
+    if policy == REJECT_AMBIGUOUS and len(tied) > 1:
+        tie = ", ".join(str(c.path) for c in tied)
+        verdicts = []
+        for candidate in group:
+            if any(candidate is c for c in tied):
+                others = ", ".join(str(c.path) for c in tied if c is not candidate)
+                verdicts.append(Verdict(candidate, Outcome.REJECTED, (
+                    f"ambiguous: {others} declares the same name at the same precedence "
+                    f"{top.precedence} (collision_policy reject-ambiguous keeps neither)")))
+            else:
+                verdicts.append(Verdict(candidate, Outcome.SHADOWED, (
+                    f"shadowed by the ambiguous tie at precedence {top.precedence} ({tie}); "
+                    "reject-ambiguous lets no lower candidate take the name")))
+        return verdicts
+    if top.precedence > group[1].precedence:
+        why = f"the highest precedence of the {len(group)} files declaring this name"
+    else:
+        why = (f"{len(group)} files declare this name; at precedence {top.precedence} the root "
+               "registered first wins")
+    verdicts = [Verdict(top, Outcome.WINNER, f"{why} ({_source(top)})", name)]
+    verdicts.extend(Verdict(c, Outcome.SHADOWED, f"shadowed by {top.path} ({_beats(top, c)})")
+                    for c in group[1:])
+    return verdicts
+
+
+def _tied(group: list[Candidate]) -> list[Candidate]:
+    """The candidates at the top precedence that only registration order tells apart: inside
+    one preset provider the order is declared (project before user, nearest directory first),
+    so only its first candidate counts; every other root stands on its own."""
+    top = group[0].precedence
+    tied: list[Candidate] = []
+    for candidate in group:
+        if candidate.precedence != top:
+            break
+        if candidate.provider in ORDERED_PROVIDERS and any(
+                c.provider == candidate.provider for c in tied):
+            continue
+        tied.append(candidate)
+    return tied
+
+
+def _qualified(name: str, group: list[Candidate], taken: set[str]) -> list[str]:
+    """`<scope>:<name>`; where that is not unique, `<provider>.<scope>:<name>`; then
+    `<provider>.<scope>.<n>:<name>`, n counting that provider's roots of that scope from 1 in
+    precedence order (1 = the nearest project directory)."""
+    counts: dict[tuple[str, str], int] = {}
+    labels: list[tuple[str, str, str]] = []
+    for candidate in group:
+        key = (candidate.provider, str(candidate.scope))
+        counts[key] = counts.get(key, 0) + 1
+        scope = f"{candidate.provider}.{candidate.scope}"
+        labels.append((str(candidate.scope), scope, f"{scope}.{counts[key]}"))
+    names = []
+    for own in labels:
+        level = next((level for level in range(2)
+                      if sum(other[level] == own[level] for other in labels) == 1
+                      and f"{own[level]}:{name}" not in taken), 2)
+        names.append(f"{own[level]}:{name}")
+    taken.update(names)
+    return names
+
+
+def _collision(name: str, policy: str, judged: list[Verdict]) -> Collision | None:
+    if len(judged) < 2:
+        return None
+    return Collision(name=name, policy=policy,
+                     paths=tuple(v.candidate.path for v in judged),
+                     kept=tuple(v.candidate.path for v in judged
+                                if v.outcome is Outcome.WINNER))
