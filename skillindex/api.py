@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -12,15 +15,23 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from skillindex import indexer, resolve
+from skillindex.catalog import FORMATS, Catalog, CatalogItem
+from skillindex.catalog import Format as CatalogFormat
+from skillindex.catalog import budget as catalog_budget
+from skillindex.catalog import build as build_catalog
+from skillindex.catalog import empty as empty_catalog
 from skillindex.config import Environment, Settings, database_url, load_settings
 from skillindex.contextfiles import find_context_files
-from skillindex.errors import SkillNotFoundError, StoreError
+from skillindex.errors import ConfigError, SkillNotFoundError, StoreError
 from skillindex.indexer import Progress
 from skillindex.model import Candidate, ContextFile, IndexReport, RootState, Status
 from skillindex.providers import RootPlan, context_dirs, plan_roots
 from skillindex.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
+
+# Part of every cached catalog's key: bump it when rendering or resolution changes.
+CATALOG_VERSION = 1
 
 
 class SkillIndex:
@@ -125,6 +136,47 @@ class SkillIndex:
         if explanation is None:
             raise SkillNotFoundError(name)
         return explanation
+
+    def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,
+                format: str = "xml", tools: Iterable[str] = ("read",),
+                session: str | None = None) -> Catalog:
+        """The level-1 catalog for the model, within the budget, from the store alone.
+
+        The result is cached in the store per roots, settings and request until the next
+        reindex, so a host asking again pays one lookup.
+        """
+        if format not in FORMATS:
+            raise ConfigError(f"unknown catalog format {format!r} (use {', '.join(FORMATS)})")
+        try:
+            limit = catalog_budget(max_chars, context_window)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        fmt: CatalogFormat = format
+        has_read = "read" in set(tools)
+        with self._session() as db:
+            key = self._catalog_key(db, limit, fmt, has_read)
+            payload = queries.cached_catalog(db, self.index_name, key)
+        if payload is not None:
+            return Catalog.from_dict(json.loads(payload))
+        items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path))
+                 for w in self.winners()]
+        if has_read:
+            result = build_catalog(items, max_chars=limit, fmt=fmt)
+        else:
+            result = empty_catalog(items, max_chars=limit, fmt=fmt,
+                                   reason="the host has no read tool to load skills with")
+        try:
+            with self._session() as db, db.begin():
+                queries.store_catalog(db, self.index_name, key, json.dumps(result.as_dict()))
+        except SQLAlchemyError:
+            pass  # a read-only database still serves catalogs, just without the cache
+        return result
+
+    def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool) -> str:
+        runs = queries.root_runs(db, self.index_name, self._root_paths())
+        rules = resolve.Rules.from_settings(self.settings)
+        text = repr((CATALOG_VERSION, limit, fmt, has_read, runs, self.plan.roots, rules))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def context_files(self) -> list[ContextFile]:
         """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Format = Literal["xml", "markdown", "json"]
 FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")
@@ -71,6 +71,12 @@ class Catalog:
         return {"text": self.text, "format": self.format, "chars": self.chars,
                 "max_chars": self.max_chars, "entries": [e.as_dict() for e in self.entries],
                 "omitted": [o.as_dict() for o in self.omitted]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Catalog:
+        return cls(data["text"], data["format"], data["max_chars"],
+                   tuple(CatalogEntry(**entry) for entry in data["entries"]),
+                   tuple(Omitted(**omitted) for omitted in data["omitted"]))
 
 
 def budget(max_chars: int | None = None, context_window: int | None = None) -> int:

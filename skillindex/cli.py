@@ -295,6 +295,37 @@ def context(ctx: click.Context, as_json: bool) -> None:
                [[f.depth, f.size, f.sha256[:16], f.path] for f in found])
 
 
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["xml", "markdown", "json"]), default="xml",
+              show_default=True, help="xml = <available_skills>; markdown = a # Skills section.")
+@click.option("--max-chars", type=click.IntRange(min=0), help="Character budget of the text.")
+@click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
+              help="Budget as 2% of this many tokens at 4 characters a token.")
+@click.option("--no-read-tool", is_flag=True,
+              help="The host has no read tool: no catalog, as in the seed system.")
+@click.option("--session", metavar="ID", help="Record the publication for this session.")
+@json_option
+@click.pass_context
+def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window: int | None,
+            no_read_tool: bool, session: str | None, as_json: bool) -> None:
+    """Print the catalog the model sees, within a character budget (default 8,000)."""
+    options = _options(ctx, as_json)
+    if max_chars is not None and context_window is not None:
+        raise click.UsageError("give --max-chars or --context-window, not both")
+    with options.open() as index:
+        result = index.catalog(max_chars=max_chars, context_window=context_window, format=fmt,
+                               tools=() if no_read_tool else ("read",), session=session)
+    if options.json:
+        _print_json(result.as_dict())
+    else:
+        click.echo(result.text, nl=False)
+    shortened, omitted = len(result.truncated), len(result.omitted)
+    if shortened or omitted:
+        click.echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
+                   f"{result.max_chars} characters; {shortened} descriptions shortened, "
+                   f"{omitted} skills omitted", err=True)
+
+
 @cli.group()
 def db() -> None:
     """Database schema migrations (Alembic)."""

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from skillindex.api import SkillIndex
 from skillindex.catalog import (
     ELLIPSIS,
     FORMATS,
@@ -19,6 +24,9 @@ from skillindex.catalog import (
     budget,
     build,
 )
+from skillindex.config import Environment
+from skillindex.errors import ConfigError
+from tests.conftest import OpenIndex, root_settings, write_skill
 
 ITEMS = [
     CatalogItem(f"skill-{n}", f"Skill {n} " + "does useful things. " * (n + 1),
@@ -180,3 +188,69 @@ def test_minimum_description_length() -> None:
     ids=["default", "explicit", "window", "explicit-wins"])
 def test_budget(max_chars: int | None, window: int | None, expected: int) -> None:
     assert budget(max_chars, window) == expected
+
+
+# --- the library call and the command, over a real index -------------------------------------
+
+def _index_with_skills(tmp_path: Path, open_index: OpenIndex,
+                       count: int = 3) -> tuple[SkillIndex, Path]:
+    root = tmp_path / "skills"
+    for number in range(count):
+        write_skill(root, f"skill-{number}", description=f"Does thing {number}.")
+    index = open_index(root)
+    index.reindex()
+    return index, root
+
+
+def test_catalog_lists_the_winners_with_absolute_locations(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    index, root = _index_with_skills(tmp_path, open_index)
+    catalog = index.catalog()
+    assert [e.name for e in catalog.entries] == ["skill-0", "skill-1", "skill-2"]
+    assert catalog.entries[0].location == str(root / "skill-0" / "SKILL.md")
+    assert catalog.text.startswith("<available_skills>\n<skill><name>skill-0</name>")
+    assert catalog.max_chars == 8000
+
+
+def test_the_catalog_comes_from_the_store_not_the_files(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    index, root = _index_with_skills(tmp_path, open_index)
+    shutil.rmtree(root)
+    assert [e.name for e in index.catalog(format="markdown").entries] == [
+        "skill-0", "skill-1", "skill-2"]
+
+
+def test_a_reindex_refreshes_a_cached_catalog(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    index, root = _index_with_skills(tmp_path, open_index)
+    first = index.catalog()
+    assert index.catalog() == first
+    write_skill(root, "skill-1", description="Something new entirely.")
+    index.reindex()
+    assert "Something new entirely." in index.catalog().text
+
+
+def test_no_read_tool_means_no_catalog(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    index, _ = _index_with_skills(tmp_path, open_index)
+    catalog = index.catalog(tools=("bash", "edit"))
+    assert catalog.text == ""
+    assert [o.name for o in catalog.omitted] == ["skill-0", "skill-1", "skill-2"]
+    assert index.catalog(tools=["read", "bash"]).text
+
+
+def test_skills_switched_off_give_no_block(tmp_path: Path, env: Environment) -> None:
+    write_skill(tmp_path / "skills", "pdf")
+    settings = replace(root_settings(tmp_path / "skills"), enabled=False)
+    with SkillIndex.open(settings, db=str(tmp_path / "i.sqlite"), env=env) as index:
+        index.reindex()
+        assert index.catalog().text == ""
+
+
+@pytest.mark.parametrize("bad", [{"format": "yaml"}, {"max_chars": -1},
+                                 {"context_window": 0}], ids=["format", "chars", "window"])
+def test_bad_catalog_requests_are_config_errors(tmp_path: Path, open_index: OpenIndex,
+                                            bad: dict[str, Any]) -> None:
+    index, _ = _index_with_skills(tmp_path, open_index)
+    with pytest.raises(ConfigError):
+        index.catalog(**bad)

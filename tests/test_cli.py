@@ -122,3 +122,26 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert any(line.strip() and not line.startswith("Usage") for line in lines[1:4])
+
+
+def test_catalog_command(setup: Path) -> None:
+    run("reindex")
+    text = run("catalog").output
+    assert text.startswith("<available_skills>")
+    assert "<name>pdf</name>" in text
+    assert "broken" not in text
+    data = json.loads(run("catalog", "--json", "--format", "markdown").output)
+    assert data["format"] == "markdown"
+    assert data["text"].startswith("# Skills\n\n## pdf\n")
+    assert {"text", "format", "chars", "max_chars", "entries", "omitted"} <= set(data)
+
+
+def test_catalog_reports_shortening_on_stderr(setup: Path) -> None:
+    run("reindex")
+    result = CliRunner().invoke(cli, ["catalog", "--max-chars", "80"], catch_exceptions=False)
+    assert len(result.stdout) <= 80
+    assert "skills omitted" in result.stderr or "shortened" in result.stderr
+    both = run("catalog", "--max-chars", "10", "--context-window", "1000")
+    assert both.exit_code == 2
+    window = json.loads(run("catalog", "--json", "--context-window", "1000").stdout)
+    assert window["max_chars"] == 80

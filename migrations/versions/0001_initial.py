@@ -1,5 +1,5 @@
-"""The initial schema: runs, roots, candidates, findings, resources, scan issues, the audit table,
-its append-only triggers and the auditor views.
+"""The initial schema: runs, roots, candidates, findings, resources, scan issues, the catalog
+cache, the audit table, its append-only triggers and the auditor views.
 
 Revision ID: 0001
 Revises:
@@ -161,6 +161,15 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_scan_issue_root_id"), "scan_issue", ["root_id"], unique=False)
     op.create_table(
+        "catalog_cache",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("index_name", sa.String(length=100), nullable=False),
+        sa.Column("key", sa.String(length=64), nullable=False),
+        sa.Column("payload", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_catalog_cache")),
+        sa.UniqueConstraint("index_name", "key", name=op.f("uq_catalog_cache_index_name")),
+    )
+    op.create_table(
         "load_event",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("index_name", sa.String(length=100), nullable=False),
@@ -191,6 +200,7 @@ def downgrade() -> None:
     op.drop_index("ix_load_event_skill", table_name="load_event")
     op.drop_index("ix_load_event_session", table_name="load_event")
     op.drop_table("load_event")
+    op.drop_table("catalog_cache")
     op.drop_index(op.f("ix_scan_issue_root_id"), table_name="scan_issue")
     op.drop_table("scan_issue")
     op.drop_table("resource")

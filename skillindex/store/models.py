@@ -151,6 +151,18 @@ class ScanIssue(Base):
     message: Mapped[str] = mapped_column(Text)
 
 
+class CatalogCache(Base):
+    """A rendered catalog for one set of roots, settings and request; emptied by every reindex."""
+
+    __tablename__ = "catalog_cache"
+    __table_args__ = (UniqueConstraint("index_name", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100), default="default")
+    key: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[str] = mapped_column(Text)
+
+
 class LoadEvent(Base):
     """One disclosure attempt; the database refuses UPDATE and DELETE on this table."""
 

@@ -17,6 +17,7 @@ from skillindex.scanner import KnownFile, KnownSkill
 from skillindex.store.models import (
     Base,
     Candidate,
+    CatalogCache,
     Finding,
     IndexRun,
     Resource,
@@ -136,6 +137,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
         session.execute(insert(SCAN_ISSUE), issues)
     replaced = [new.previous_id for w in roots for new in w.added if new.previous_id is not None]
     firsts = first_run_ids(session, replaced)
+    session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
     removed = [cid for write in roots for cid in write.removed]
     for chunk in _chunks(removed, 20_000):
         session.execute(delete(Candidate).where(Candidate.id.in_(chunk)))
@@ -240,3 +242,26 @@ def root_states(session: Session, index_name: str,
             problems=tuple(model.ScanProblem(spec.path, p.path, p.code, p.message)
                            for p in problems.get(root.id, ()))))
     return states
+
+
+def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
+    """The last run that wrote each of these roots: what a cached catalog depends on."""
+    return [(path, run or 0) for path, run in session.execute(
+        select(Root.path, Root.last_run_id)
+        .where(Root.index_name == index_name, Root.path.in_(list(paths))).order_by(Root.path))]
+
+
+def cached_catalog(session: Session, index_name: str, key: str) -> str | None:
+    return session.execute(
+        select(CatalogCache.payload).where(CatalogCache.index_name == index_name,
+                                           CatalogCache.key == key)).scalar()
+
+
+def store_catalog(session: Session, index_name: str, key: str, payload: str) -> None:
+    """Keep a rendered catalog; a concurrent writer of the same key is not an error."""
+    exists = session.execute(
+        select(CatalogCache.id).where(CatalogCache.index_name == index_name,
+                                      CatalogCache.key == key)).first()
+    if exists is None:
+        session.execute(insert(CatalogCache), [{"index_name": index_name, "key": key,
+                                                "payload": payload}])
