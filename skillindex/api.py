@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -157,7 +156,7 @@ class SkillIndex:
             key = self._catalog_key(db, limit, fmt, has_read)
             payload = queries.cached_catalog(db, self.index_name, key)
         if payload is not None:
-            return Catalog.from_dict(json.loads(payload))
+            return Catalog.from_cache(payload)
         items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path))
                  for w in self.winners()]
         if has_read:
@@ -167,7 +166,7 @@ class SkillIndex:
                                    reason="the host has no read tool to load skills with")
         try:
             with self._session() as db, db.begin():
-                queries.store_catalog(db, self.index_name, key, json.dumps(result.as_dict()))
+                queries.store_catalog(db, self.index_name, key, result.to_cache())
         except SQLAlchemyError:
             pass  # a read-only database still serves catalogs, just without the cache
         return result

@@ -44,6 +44,8 @@ class CatalogEntry:
 
 @dataclass(frozen=True, slots=True)
 class Omitted:
+    """A skill left out of the catalog, and why."""
+
     name: str
     reason: str
 
@@ -57,7 +59,14 @@ class Catalog:
     format: Format
     max_chars: int
     entries: tuple[CatalogEntry, ...]
-    omitted: tuple[Omitted, ...] = ()
+    # Parallel tuples rather than Omitted values: a budget can leave out tens of thousands of
+    # skills, and a cached catalog should not rebuild an object for each one it never shows.
+    omitted_names: tuple[str, ...] = ()
+    omitted_reasons: tuple[str, ...] = ()
+
+    @property
+    def omitted(self) -> tuple[Omitted, ...]:
+        return tuple(map(Omitted, self.omitted_names, self.omitted_reasons))
 
     @property
     def chars(self) -> int:
@@ -72,11 +81,23 @@ class Catalog:
                 "max_chars": self.max_chars, "entries": [e.as_dict() for e in self.entries],
                 "omitted": [o.as_dict() for o in self.omitted]}
 
+    def to_cache(self) -> str:
+        """A compact JSON form: the omitted names once each, their reasons by number."""
+        reasons = sorted(set(self.omitted_reasons))
+        number = {reason: index for index, reason in enumerate(reasons)}
+        return json.dumps({
+            "text": self.text, "format": self.format, "max_chars": self.max_chars,
+            "entries": [e.as_dict() for e in self.entries], "reasons": reasons,
+            "omitted": self.omitted_names,
+            "omitted_reason": [number[reason] for reason in self.omitted_reasons]})
+
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Catalog:
+    def from_cache(cls, payload: str) -> Catalog:
+        data: dict[str, Any] = json.loads(payload)
+        reasons = data["reasons"]
         return cls(data["text"], data["format"], data["max_chars"],
                    tuple(CatalogEntry(**entry) for entry in data["entries"]),
-                   tuple(Omitted(**omitted) for omitted in data["omitted"]))
+                   tuple(data["omitted"]), tuple(reasons[n] for n in data["omitted_reason"]))
 
 
 def budget(max_chars: int | None = None, context_window: int | None = None) -> int:
@@ -197,7 +218,7 @@ def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: in
     head, between, tail = renderer.frame()
     used = len(head) + len(tail)
     kept: list[CatalogEntry] = []
-    omitted: list[Omitted] = []
+    omitted: list[str] = []
     for item in items:
         entry = CatalogEntry(item.name, "", item.location, truncated=True)
         cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
@@ -205,12 +226,12 @@ def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: in
             kept.append(entry)
             used += cost
         else:
-            omitted.append(Omitted(item.name, f"does not fit in {max_chars} characters"))
-    if not kept:
-        return Catalog("", fmt, max_chars, (), tuple(omitted))
-    return Catalog(renderer.render(kept), fmt, max_chars, tuple(kept), tuple(omitted))
+            omitted.append(item.name)
+    reasons = (f"does not fit in {max_chars} characters",) * len(omitted)
+    text = renderer.render(kept) if kept else ""
+    return Catalog(text, fmt, max_chars, tuple(kept), tuple(omitted), reasons)
 
 
 def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str) -> Catalog:
     """No catalog at all (no read tool, or skills switched off), saying why for each skill."""
-    return Catalog("", fmt, max_chars, (), tuple(Omitted(i.name, reason) for i in items))
+    return Catalog("", fmt, max_chars, (), tuple(i.name for i in items), (reason,) * len(items))
