@@ -129,9 +129,30 @@ class SkillIndex:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
         return list(self.resolution().winners)
 
+    def _resolution_of(self, name: str) -> Resolution:
+        """The resolution of one name, from the candidates that can bear on it alone.
+
+        A qualified catalog name (`user:pdf`, `kit:pdf`) stands for what follows its first
+        colon, so both spellings are loaded; names of other skills do not change the outcome
+        (except a qualified name avoiding one declared elsewhere, which only the full
+        resolution sees).
+        """
+        names = {name, name.split(":", 1)[1]} if ":" in name else {name}
+        with self._session() as session:
+            found = queries.candidates(session, self.index_name, self._root_paths(),
+                                       names=sorted(names))
+        return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
+
+    def winner(self, name: str) -> Winner:
+        """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none."""
+        for winner in self._resolution_of(name).winners:
+            if winner.name == name:
+                return winner
+        raise SkillNotFoundError(name)
+
     def explain(self, name: str) -> Explanation:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""
-        explanation = resolve.explain(self.resolution(), name)
+        explanation = resolve.explain(self._resolution_of(name), name)
         if explanation is None:
             raise SkillNotFoundError(name)
         return explanation

@@ -348,3 +348,23 @@ def test_explain_of_an_unknown_name_is_not_found(tmp_path: Path) -> None:
 def test_explain_on_no_resolution_returns_none() -> None:
     rules = Rules(enabled=True, ignored=(), included=(), policy="precedence")
     assert explain(resolve([], [], rules), "pdf") is None
+
+
+@pytest.mark.parametrize("policy", ["precedence", "reject-ambiguous", "qualify", "keep-all"])
+def test_winner_of_one_name_agrees_with_the_full_resolution(tmp_path: Path, policy: str) -> None:
+    # `winner(name)` resolves only the candidates that bear on the name; it must pick the same
+    # file the whole resolution (and so the catalog) shows under that name.
+    w = make_world(tmp_path)
+    for root in ("a", "b"):
+        write_skill(w.tmp / root, "pdf")
+        write_skill(w.tmp / root, f"only-{root}")
+    write_skill(w.tmp / "c", "pdf", extra="enabled: false")
+    settings = explicit(w, ("a", 200, PROJECT), ("b", 100, USER), ("c", 300, USER),
+                        collision_policy=policy)
+    with w.opened(settings) as index:
+        full = {x.name: x.candidate.path for x in index.winners()}
+        assert full
+        for name, path in full.items():
+            assert index.winner(name).candidate.path == path
+        with pytest.raises(SkillNotFoundError):
+            index.winner("nowhere")

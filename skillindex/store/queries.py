@@ -175,7 +175,7 @@ def first_run_ids(session: Session, ids: Sequence[int]) -> dict[int, int]:
 
 def candidates(session: Session, index_name: str, paths: Sequence[str] | None = None, *,
                status: model.Status | None = None,
-               name: str | None = None) -> list[model.Candidate]:
+               names: Sequence[str] | None = None) -> list[model.Candidate]:
     """Candidates of the given roots (all roots when None), in precedence order."""
     query = (
         select(Candidate, Root)
@@ -187,8 +187,8 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
         query = query.where(Root.path.in_(list(paths)))
     if status is not None:
         query = query.where(Candidate.status == status.value)
-    if name is not None:
-        query = query.where(Candidate.name == name)
+    if names is not None:
+        query = query.where(Candidate.name.in_(list(names)))
     pairs = session.execute(query).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
     ids = [candidate.id for candidate, _ in pairs]
