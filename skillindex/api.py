@@ -120,10 +120,16 @@ class SkillIndex:
         with self._session() as session:
             return queries.root_states(session, self.index_name, self.plan.roots)
 
-    def resolution(self) -> Resolution:
-        """Every candidate of this directory judged by the filters and the collision policy."""
-        return resolve.resolve(self.candidates(), self.plan.roots,
-                               resolve.Rules.from_settings(self.settings))
+    def resolution(self, *, all_findings: bool = True) -> Resolution:
+        """Every candidate of this directory judged by the filters and the collision policy.
+
+        `all_findings=False` skips loading the warnings of accepted candidates, which no
+        outcome depends on.
+        """
+        with self._session() as session:
+            found = queries.candidates(session, self.index_name, self._root_paths(),
+                                       all_findings=all_findings)
+        return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
 
     def winners(self) -> list[Winner]:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
@@ -179,7 +185,7 @@ class SkillIndex:
         if payload is not None:
             return Catalog.from_cache(payload)
         items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path))
-                 for w in self.winners()]
+                 for w in self.resolution(all_findings=False).winners]
         if has_read:
             result = build_catalog(items, max_chars=limit, fmt=fmt)
         else:

@@ -17,7 +17,6 @@ CHARS_PER_TOKEN = 4
 ELLIPSIS = "…"
 # A description cut below this many characters says nothing; names-only lines are better then.
 MIN_DESCRIPTION = 16
-_SPACE = re.compile(r"\s+")
 _MARKDOWN_BLOCK_START = re.compile(r"^(?:[#>=|~`+*-]|\d+[.)])")
 
 
@@ -114,7 +113,7 @@ def budget(max_chars: int | None = None, context_window: int | None = None) -> i
 
 
 def _flat(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 def _xml(text: str) -> str:
@@ -165,14 +164,15 @@ class _Renderer:
 
 
 def _shorten(text: str, limit: int) -> str:
-    text = _flat(text)
     return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
 
 
 def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catalog:
     """Everything in full if it fits; else descriptions shortened evenly; else names only."""
     renderer = _Renderer(fmt)
-    full = [CatalogEntry(i.name, _flat(i.description), i.location) for i in items]
+    # Descriptions are folded to one line once, here; everything below works on folded text.
+    items = [CatalogItem(i.name, _flat(i.description), i.location) for i in items]
+    full = [CatalogEntry(i.name, i.description, i.location) for i in items]
     text = renderer.render(full)
     if len(text) <= max_chars:
         return Catalog(text, fmt, max_chars, tuple(full))
@@ -187,7 +187,7 @@ def _with_cap(items: Sequence[CatalogItem], cap: int) -> list[CatalogEntry]:
     for item in items:
         description = _shorten(item.description, cap)
         entries.append(CatalogEntry(item.name, description, item.location,
-                                    truncated=description != _flat(item.description)))
+                                    truncated=description != item.description))
     return entries
 
 
@@ -200,7 +200,7 @@ def _size(renderer: _Renderer, entries: Sequence[CatalogEntry]) -> int:
 def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
                max_chars: int) -> list[CatalogEntry] | None:
     """The largest equal cap on every description that fits, or None when even the least fails."""
-    longest = max((len(_flat(i.description)) for i in items), default=0)
+    longest = max((len(i.description) for i in items), default=0)
     low, high = MIN_DESCRIPTION, longest - 1
     if high < low or _size(renderer, _with_cap(items, low)) > max_chars:
         return None

@@ -188,7 +188,8 @@ def _rank(candidate: Candidate) -> tuple[int, int, str]:
 
 def _rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:
     # The settings may have changed since the last reindex: the plan's precedence counts.
-    if spec is None:
+    if spec is None or (spec.precedence, spec.position, spec.scope, spec.provider) == (
+            candidate.precedence, candidate.position, candidate.scope, candidate.provider):
         return candidate
     return replace(candidate, scope=spec.scope, provider=spec.provider,
                    precedence=spec.precedence, position=spec.position)

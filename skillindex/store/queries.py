@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -174,41 +175,56 @@ def first_run_ids(session: Session, ids: Sequence[int]) -> dict[int, int]:
 
 
 def candidates(session: Session, index_name: str, paths: Sequence[str] | None = None, *,
-               status: model.Status | None = None,
-               names: Sequence[str] | None = None) -> list[model.Candidate]:
-    """Candidates of the given roots (all roots when None), in precedence order."""
+               status: model.Status | None = None, names: Sequence[str] | None = None,
+               all_findings: bool = True) -> list[model.Candidate]:
+    """Candidates of the given roots (all roots when None), in precedence order.
+
+    With `all_findings=False` only rejected candidates carry their findings: enough to resolve
+    names and explain rejections, and much less to load for a large index.
+    """
+    roots = {root.id: root for root in session.scalars(
+        select(Root).where(Root.index_name == index_name,
+                           *([] if paths is None else [Root.path.in_(list(paths))])))}
+    if not roots:
+        return []
     query = (
-        select(Candidate, Root)
-        .join(Root, Root.id == Candidate.root_id)
-        .where(Root.index_name == index_name)
-        .order_by(Root.precedence.desc(), Root.position, Candidate.rel_dir)
+        select(Candidate.id, Candidate.root_id, Candidate.name, Candidate.description,
+               Candidate.skill_path, Candidate.dir_path, Candidate.real_path, Candidate.status,
+               Candidate.enabled)
+        .where(Candidate.root_id.in_(list(roots)))
     )
-    if paths is not None:
-        query = query.where(Root.path.in_(list(paths)))
     if status is not None:
         query = query.where(Candidate.status == status.value)
     if names is not None:
         query = query.where(Candidate.name.in_(list(names)))
-    pairs = session.execute(query).all()
+    rows = session.execute(query).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
-    ids = [candidate.id for candidate, _ in pairs]
-    for chunk in _chunks(ids, 20_000):
+    wanted = [row[0] for row in rows
+              if all_findings or row[7] == model.Status.REJECTED.value]
+    for chunk in _chunks(wanted, 20_000):
         for cid, code, severity, message in session.execute(
             select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
             .where(Finding.candidate_id.in_(chunk)).order_by(Finding.id)
         ):
             findings[cid].append(model.Finding(code, model.Severity(severity), message))
-    return [_candidate(candidate, root, findings.get(candidate.id, ()))
-            for candidate, root in pairs]
-
-
-def _candidate(row: Candidate, root: Root, findings: Iterable[model.Finding]) -> model.Candidate:
-    return model.Candidate(
-        id=row.id, name=row.name, description=row.description, path=Path(row.skill_path),
-        directory=Path(row.dir_path), real_path=Path(row.real_path), root=Path(root.path),
-        scope=model.Scope(root.scope), provider=root.provider, precedence=root.precedence,
-        position=root.position, status=model.Status(row.status), enabled=row.enabled,
-        findings=tuple(findings))
+    # Path objects are built once per root, not once per candidate.
+    specs = {root_id: (Path(root.path), model.Scope(root.scope)) for root_id, root in
+             roots.items()}
+    result = []
+    for cid, root_id, name, description, skill_path, dir_path, real_path, state, enabled in rows:
+        root = roots[root_id]
+        root_path, scope = specs[root_id]
+        # Parsing a path is the costliest step here; derive what can be derived.
+        path = Path(skill_path)
+        directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
+        real = directory if real_path == dir_path else Path(real_path)
+        result.append(model.Candidate(
+            id=cid, name=name, description=description, path=path,
+            directory=directory, real_path=real, root=root_path, scope=scope,
+            provider=root.provider, precedence=root.precedence, position=root.position,
+            status=model.Status(state), enabled=enabled, findings=tuple(findings.get(cid, ()))))
+    result.sort(key=lambda c: (-c.precedence, c.position, str(c.path)))
+    return result
 
 
 def root_states(session: Session, index_name: str,
