@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self, overload
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from skillindex import indexer, resolve
+from skillindex import disclose, indexer, resolve
 from skillindex.catalog import FORMATS, Catalog, CatalogItem
 from skillindex.catalog import Format as CatalogFormat
 from skillindex.catalog import budget as catalog_budget
@@ -21,11 +23,31 @@ from skillindex.catalog import build as build_catalog
 from skillindex.catalog import empty as empty_catalog
 from skillindex.config import Environment, Settings, database_url, load_settings
 from skillindex.contextfiles import find_context_files
-from skillindex.errors import ConfigError, SkillNotFoundError, StoreError
+from skillindex.errors import (
+    CommandsDisabledError,
+    ConfigError,
+    SkillIndexError,
+    SkillNotFoundError,
+    StoreError,
+)
 from skillindex.indexer import Progress
-from skillindex.model import Candidate, ContextFile, IndexReport, RootState, Status
+from skillindex.model import (
+    AuditEvent,
+    Candidate,
+    ContextFile,
+    Disclosure,
+    IndexReport,
+    Level,
+    ManifestFile,
+    RootState,
+    SessionLevels,
+    SkillCommand,
+    Status,
+    VerifyReport,
+)
 from skillindex.providers import RootPlan, context_dirs, plan_roots
 from skillindex.resolve import Explanation, Resolution, Winner
+from skillindex.scanner import ENTRY
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
 
@@ -208,11 +230,113 @@ class SkillIndex:
         """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""
         return find_context_files(context_dirs(self.env), self.settings.context_files)
 
+    def _skill(self, name: str) -> Candidate:
+        """The skill a catalog name stands for here, as the discovery policy resolves it."""
+        return self.winner(name).candidate
+
+    def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
+        with self._session() as session:
+            return queries.manifest_file(session, candidate_id, rel_path)
+
+    def append_event(self, event: AuditEvent) -> None:
+        """Append one audit row in a transaction of its own (a reindex never holds it up long)."""
+        try:
+            with self._session() as session, session.begin():
+                queries.append_event(session, self.index_name, event)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot write the audit log: {exc}") from exc
+
+    @contextmanager
+    def _audited(self, attempt: disclose.Attempt, *, reason: str | None,
+                 session: str | None) -> Iterator[None]:
+        # The row is written before the caller gets anything: nothing is disclosed unaudited.
+        outcome = "error"
+        try:
+            yield
+            outcome = disclose.OK
+        except SkillIndexError as exc:
+            outcome = exc.outcome
+            raise
+        finally:
+            self.append_event(attempt.record(outcome=outcome, reason=reason, session=session,
+                                             time=datetime.now(UTC)))
+
+    def read(self, uri: str, *, reason: str | None, session: str | None = None,
+             max_bytes: int | None = None) -> Disclosure:
+        """`skill://<name>` (the body, level 2) or `skill://<name>/<path>` (a file, level 3).
+
+        The bytes are read once, checked against the index and audited; a file of exactly
+        `max_bytes` bytes is returned, a larger one refused.
+        """
+        if max_bytes is not None and max_bytes < 0:
+            raise ConfigError(f"max_bytes must be 0 or more, not {max_bytes}")
+        attempt = disclose.Attempt.of_uri(uri)
+        with self._audited(attempt, reason=reason, session=session):
+            ref = disclose.parse_uri(uri)
+            candidate = self._skill(ref.name)
+            expected = self._manifest_file(candidate.id, ref.file)
+            return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
+                                     attempt=attempt)
+
+    def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,
+                      session: str | None = None, reason: str | None = None) -> SkillCommand:
+        """The message `/skill:<name> [args]` sends: the verified body, its path, the arguments."""
+        joined = (args if isinstance(args, str) else " ".join(args or ())).strip()
+        attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
+        with self._audited(attempt, reason=reason, session=session):
+            if not self.settings.enable_skill_commands:
+                raise CommandsDisabledError(
+                    "skill commands are switched off (enable_skill_commands = false)", skill=name)
+            candidate = self._skill(name)
+            expected = self._manifest_file(candidate.id, ENTRY)
+            return disclose.skill_command(candidate, expected, joined or None, attempt=attempt)
+
+    def verify(self) -> VerifyReport:
+        """Hash every indexed file of this directory's roots again and report any drift."""
+        with self._session() as session:
+            found = queries.candidates(session, self.index_name, self._root_paths())
+            manifests = queries.manifest_files(session, [c.id for c in found])
+        return disclose.verify(found, manifests)
+
+    @overload
+    def audit(self, *, session: str | None = None, skill: str | None = None,
+              outcome: str | None = None, since: datetime | str | None = None,
+              levels: Literal[False] = False) -> list[AuditEvent]: ...
+
+    @overload
+    def audit(self, *, session: str | None = None, skill: str | None = None,
+              outcome: str | None = None, since: datetime | str | None = None,
+              levels: Literal[True]) -> list[SessionLevels]: ...
+
+    def audit(self, *, session: str | None = None, skill: str | None = None,
+              outcome: str | None = None, since: datetime | str | None = None,
+              levels: bool = False) -> list[AuditEvent] | list[SessionLevels]:
+        """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
+        start = _since(since)
+        with self._session() as db:
+            if levels:
+                return queries.session_levels(db, self.index_name, session_id=session,
+                                              skill=skill, outcome=outcome, since=start)
+            return queries.events(db, self.index_name, session_id=session, skill=skill,
+                                  outcome=outcome, since=start)
+
 
 def _environment(env: Environment | None, cwd: str | Path | None) -> Environment:
     if env is None:
         return Environment.from_os(cwd=cwd)
     return env if cwd is None else replace(env, cwd=Path(cwd).absolute())
+
+
+def _since(value: datetime | str | None) -> datetime | None:
+    """A UTC instant; a time without a zone is taken as UTC, like the stored times."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ConfigError(f"since must be an ISO 8601 date or time, not {value!r}") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def migrate_database(action: str, revision: str | None = None, *, db: str | None = None,

@@ -13,6 +13,8 @@ class SkillIndexError(Exception):
     """Base of every error skillindex raises on purpose."""
 
     exit_code = EXIT_ERROR
+    # What an audit row records when this error ends a disclosure attempt.
+    outcome = "error"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -47,6 +49,7 @@ class NotFoundError(SkillIndexError):
     """A skill, resource or run that was asked for does not exist."""
 
     exit_code = EXIT_NOT_FOUND
+    outcome = "not-found"
 
 
 class SkillNotFoundError(NotFoundError):
@@ -58,6 +61,15 @@ class SkillNotFoundError(NotFoundError):
 class ResourceNotFoundError(NotFoundError):
     def __init__(self, skill: str, path: str) -> None:
         super().__init__(f"File not found: {path} (skill {skill})")
+        self.skill = skill
+        self.path = path
+
+
+class FileReadError(SkillIndexError):
+    """A file inside a skill exists but could not be read (permissions, I/O error)."""
+
+    def __init__(self, message: str, *, skill: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
         self.skill = skill
         self.path = path
 

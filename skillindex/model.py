@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 
@@ -210,3 +211,129 @@ class IndexReport:
             "roots": self.roots,
             "problems": [p.as_dict() for p in self.problems],
         }
+
+
+class Level(enum.IntEnum):
+    """How much of a skill a disclosure hands over: catalog entry, body, or a file of it."""
+
+    CATALOG = 1
+    BODY = 2
+    RESOURCE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """One file of a skill as the last reindex recorded it; what a read is checked against."""
+
+    rel_path: str
+    size: int
+    xxh3: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Disclosure:
+    """Verified content of a skill: `data` are exactly the bytes handed over."""
+
+    uri: str
+    skill: str
+    resource: str | None  # None for the body
+    data: bytes
+    text: str | None  # None when the bytes are not UTF-8
+    content_type: str
+    path: Path  # the file that was read
+    digest: str  # sha256 of the whole file read (for the body: of SKILL.md)
+    level: Level
+
+    def as_dict(self) -> dict[str, object]:
+        return {"uri": self.uri, "path": str(self.path), "content_type": self.content_type,
+                "bytes": len(self.data), "digest": self.digest, "level": int(self.level),
+                "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class SkillCommand:
+    """The follow-up message of `/skill:<name> [args]`, as the seed system sends it."""
+
+    name: str
+    path: Path  # the SKILL.md
+    args: str | None
+    message: str
+    digest: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "path": str(self.path), "args": self.args,
+                "message": self.message, "digest": self.digest}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One row of the append-only audit: an attempt to disclose something, never its contents."""
+
+    time: datetime
+    event: str
+    level: int
+    outcome: str
+    skill: str | None = None
+    resource: str | None = None
+    bytes: int = 0
+    digest: str | None = None
+    reason: str | None = None
+    session: str | None = None
+    path: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"time": self.time.isoformat(), "event": self.event, "skill": self.skill,
+                "resource": self.resource, "level": self.level, "bytes": self.bytes,
+                "digest": self.digest, "outcome": self.outcome, "reason": self.reason,
+                "session": self.session, "path": self.path}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLevels:
+    """Bytes disclosed to one session per level, and how many attempts it made."""
+
+    session: str | None
+    l1_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+    events: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"session": self.session, "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes,
+                "l3_bytes": self.l3_bytes, "events": self.events}
+
+
+class Drift(enum.StrEnum):
+    CHANGED = "changed"
+    MISSING = "missing"
+    UNEXPECTED = "unexpected"
+
+
+@dataclass(frozen=True, slots=True)
+class DriftItem:
+    skill: str
+    resource: str
+    problem: Drift
+    path: Path
+
+    def as_dict(self) -> dict[str, str]:
+        return {"skill": self.skill, "resource": self.resource, "problem": str(self.problem),
+                "path": str(self.path)}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Files on disk compared with the index: `ok` when nothing drifted."""
+
+    skills: int
+    files: int
+    drift: tuple[DriftItem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.drift
+
+    def as_dict(self) -> dict[str, object]:
+        return {"ok": self.ok, "skills": self.skills, "files": self.files,
+                "drift": [item.as_dict() for item in self.drift]}

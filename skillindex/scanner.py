@@ -332,3 +332,15 @@ def _read_entry(scan: SkillScan, path: str) -> None:
             f"SKILL.md is {read.stat.size} bytes; the limit is {MAX_ENTRY_BYTES}")
         return
     scan.entry_data = read.data
+
+
+def skill_files(real_dir: Path) -> set[str]:
+    """The relative paths a reindex would put in this skill's manifest now (stats only, no reads).
+
+    Raises OSError when the directory cannot be listed.
+    """
+    listing = _list_skill(str(real_dir), _sorted_entries(str(real_dir)))
+    files = {rel for rel, _path, _stat in listing.files}
+    if listing.entry_stat is not None:
+        files.add(ENTRY)
+    return files

@@ -6,11 +6,11 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from skillindex import model
@@ -21,6 +21,7 @@ from skillindex.store.models import (
     CatalogCache,
     Finding,
     IndexRun,
+    LoadEvent,
     Resource,
     Root,
     ScanIssue,
@@ -281,3 +282,90 @@ def store_catalog(session: Session, index_name: str, key: str, payload: str) -> 
     if exists is None:
         session.execute(insert(CatalogCache), [{"index_name": index_name, "key": key,
                                                 "payload": payload}])
+
+
+def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.ManifestFile | None:
+    """The manifest row a read of `rel_path` is checked against; None when it was not indexed."""
+    row = session.execute(
+        select(Resource.rel_path, Resource.size, Resource.xxh3, Resource.sha256)
+        .where(Resource.candidate_id == candidate_id, Resource.rel_path == rel_path)
+    ).one_or_none()
+    return None if row is None else model.ManifestFile(*row)
+
+
+def manifest_files(session: Session,
+                   candidate_ids: Sequence[int]) -> dict[int, list[model.ManifestFile]]:
+    """The manifests of these candidates, each sorted by relative path."""
+    found: dict[int, list[model.ManifestFile]] = defaultdict(list)
+    for chunk in _chunks(list(candidate_ids), 20_000):
+        for cid, rel, size, xxh3, sha in session.execute(
+            select(Resource.candidate_id, Resource.rel_path, Resource.size, Resource.xxh3,
+                   Resource.sha256)
+            .where(Resource.candidate_id.in_(chunk)).order_by(Resource.rel_path)
+        ):
+            found[cid].append(model.ManifestFile(rel, size, xxh3, sha))
+    return found
+
+
+def append_event(session: Session, index_name: str, event: model.AuditEvent) -> int:
+    """Add one audit row; the table takes inserts only."""
+    return int(session.execute(
+        insert(LoadEvent).returning(LoadEvent.id),
+        [{"index_name": index_name, "time": event.time, "event": event.event,
+          "skill": event.skill, "resource": event.resource, "level": event.level,
+          "bytes": event.bytes, "digest": event.digest, "outcome": event.outcome,
+          "reason": event.reason, "session": event.session, "path": event.path}],
+    ).scalar_one())
+
+
+def _event_filters(index_name: str, session_id: str | None, skill: str | None,
+                   outcome: str | None, since: datetime | None) -> list[Any]:
+    filters: list[Any] = [LoadEvent.index_name == index_name]
+    if session_id is not None:
+        filters.append(LoadEvent.session == session_id)
+    if skill is not None:
+        filters.append(LoadEvent.skill == skill)
+    if outcome is not None:
+        filters.append(LoadEvent.outcome == outcome)
+    if since is not None:
+        filters.append(LoadEvent.time >= since)
+    return filters
+
+
+def _utc(value: datetime) -> datetime:
+    # SQLite hands back the naive UTC wall clock it was given.
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def events(session: Session, index_name: str, *, session_id: str | None = None,
+           skill: str | None = None, outcome: str | None = None,
+           since: datetime | None = None) -> list[model.AuditEvent]:
+    """Audit rows in the order they were written."""
+    rows = session.scalars(
+        select(LoadEvent)
+        .where(*_event_filters(index_name, session_id, skill, outcome, since))
+        .order_by(LoadEvent.id)
+    ).all()
+    return [model.AuditEvent(
+        time=_utc(row.time), event=row.event, level=row.level, outcome=row.outcome,
+        skill=row.skill, resource=row.resource, bytes=row.bytes, digest=row.digest,
+        reason=row.reason, session=row.session, path=row.path) for row in rows]
+
+
+def session_levels(session: Session, index_name: str, *, session_id: str | None = None,
+                   skill: str | None = None, outcome: str | None = None,
+                   since: datetime | None = None) -> list[model.SessionLevels]:
+    """Bytes per disclosure level for each session, sessions in order of their first event."""
+    def level_sum(level: model.Level) -> Any:
+        return func.coalesce(func.sum(case((LoadEvent.level == level.value, LoadEvent.bytes),
+                                           else_=0)), 0)
+
+    rows = session.execute(
+        select(LoadEvent.session, level_sum(model.Level.CATALOG), level_sum(model.Level.BODY),
+               level_sum(model.Level.RESOURCE), func.count())
+        .where(*_event_filters(index_name, session_id, skill, outcome, since))
+        .group_by(LoadEvent.session)
+        .order_by(func.min(LoadEvent.id))
+    ).all()
+    return [model.SessionLevels(name, int(l1), int(l2), int(l3), int(count))
+            for name, l1, l2, l3, count in rows]

@@ -1,0 +1,322 @@
+"""Resolves skill:// URIs inside a skill and discloses only bytes that match the index."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from io import RawIOBase
+from pathlib import Path
+from urllib.parse import unquote
+
+from skillindex import frontmatter, hashing
+from skillindex.errors import (
+    DeletedFileError,
+    FileReadError,
+    ModifiedFileError,
+    PathRefusedError,
+    ResourceNotFoundError,
+    TooLargeError,
+    UnindexedFileError,
+)
+from skillindex.model import (
+    AuditEvent,
+    Candidate,
+    Disclosure,
+    Drift,
+    DriftItem,
+    Level,
+    ManifestFile,
+    SkillCommand,
+    VerifyReport,
+)
+from skillindex.scanner import ENTRY, skill_files
+
+SCHEME = "skill://"
+OK = "ok"
+MARKDOWN = "text/markdown"
+PLAIN = "text/plain"
+READ_BODY, READ_RESOURCE, COMMAND = "skill.read", "resource.read", "skill.command"
+
+
+# Pure checks on the URI and the relative path: no filesystem access until the I/O part below.
+
+@dataclass(frozen=True, slots=True)
+class SkillRef:
+    """A parsed skill:// URI: the exact skill name and, for level 3, a checked relative path."""
+
+    name: str
+    resource: str | None
+
+    @property
+    def file(self) -> str:
+        """The manifest path to read: the resource, or SKILL.md for the body."""
+        return self.resource if self.resource is not None else ENTRY
+
+    @property
+    def level(self) -> Level:
+        return Level.BODY if self.resource is None else Level.RESOURCE
+
+
+def parse_uri(uri: str) -> SkillRef:
+    """Split `skill://<name>[/<path>]`; the name is taken literally, the path decoded once."""
+    if uri[:len(SCHEME)].lower() != SCHEME:
+        raise PathRefusedError(f"not a skill:// URI: {uri!r}")
+    name, slash, raw = uri[len(SCHEME):].partition("/")
+    if not name:
+        raise PathRefusedError(f"no skill name in {uri!r}")
+    if not slash:
+        return SkillRef(name, None)
+    # Exactly one decoding: `%252e` stays the literal text `%2e`, never becomes a dot.
+    return SkillRef(name, check_relative(unquote(raw), skill=name))
+
+
+def check_relative(path: str, *, skill: str) -> str:
+    """Accept only a plain relative path of named segments; anything else is refused."""
+    problem = _path_problem(path)
+    if problem is not None:
+        raise PathRefusedError(f"refused path {path!r} in skill {skill}: {problem}",
+                               skill=skill, path=path)
+    return path
+
+
+def _path_problem(path: str) -> str | None:
+    if not path:
+        return "the path is empty"
+    if "\x00" in path:
+        return "NUL characters are not allowed"
+    if "\\" in path:
+        return "backslashes are not allowed"
+    if path.startswith("/"):
+        return "absolute paths are not allowed"
+    for segment in path.split("/"):
+        if not segment:
+            return "empty path segments are not allowed"
+        if segment in (".", ".."):
+            return f"'{segment}' segments are not allowed"
+    return None
+
+
+def content_type(rel_path: str) -> str:
+    return MARKDOWN if rel_path.lower().endswith(".md") else PLAIN
+
+
+def storable(text: str | None) -> str | None:
+    """Caller text as every database can store it (PostgreSQL refuses NUL; no lone surrogates)."""
+    if text is None:
+        return None
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def command_message(body: str, path: Path, args: str | None) -> str:
+    """The seed system's `/skill:` message; body and arguments trimmed as the seed trims them."""
+    message = f"{body.strip()}\n\n---\n\nSkill: {path}"
+    args = (args or "").strip()
+    return f"{message}\nUser: {args}" if args else message
+
+
+# The audit record of one attempt.
+
+@dataclass(slots=True)
+class Attempt:
+    """What one disclosure attempt reached before it ended; it becomes exactly one audit row."""
+
+    event: str
+    level: Level
+    skill: str | None = None
+    resource: str | None = None
+    path: str | None = None
+    digest: str | None = None
+    bytes: int = 0  # bytes handed over; stays 0 unless the attempt succeeds
+
+    @classmethod
+    def of_uri(cls, uri: str) -> Attempt:
+        """The record of a read, filled from the URI as given, before anything is checked."""
+        rest = uri[len(SCHEME):] if uri[:len(SCHEME)].lower() == SCHEME else uri
+        name, slash, raw = rest.partition("/")
+        if slash:
+            return cls(READ_RESOURCE, Level.RESOURCE, name or None, unquote(raw))
+        return cls(READ_BODY, Level.BODY, name or None)
+
+    def record(self, *, outcome: str, reason: str | None, session: str | None,
+               time: datetime) -> AuditEvent:
+        return AuditEvent(time=time, event=self.event, level=int(self.level), outcome=outcome,
+                          skill=storable(self.skill), resource=storable(self.resource),
+                          bytes=self.bytes if outcome == OK else 0, digest=self.digest,
+                          reason=storable(reason), session=storable(session),
+                          path=storable(self.path))
+
+
+# I/O: containment on real paths, one read, comparison with the manifest.
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def contain(real_dir: Path, rel_path: str, *, skill: str) -> str:
+    """The real path of `rel_path`, refused unless it stays inside the indexed skill directory."""
+    indexed = os.path.normpath(real_dir)
+    anchor = os.path.realpath(indexed)
+    if anchor != indexed:
+        raise PathRefusedError(
+            f"skill {skill}: its directory {indexed} now resolves to {anchor}; reindex",
+            skill=skill, path=rel_path)
+    target = os.path.realpath(os.path.join(anchor, rel_path))
+    if not _inside(target, anchor):
+        raise PathRefusedError(f"refused path {rel_path!r} in skill {skill}: it resolves outside "
+                               "the skill directory", skill=skill, path=rel_path)
+    return target
+
+
+def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_path: str,
+                  max_bytes: int | None, attempt: Attempt) -> bytes:
+    """Read the file once and return its bytes only if they are the bytes that were indexed."""
+    attempt.path = path
+    try:
+        # The path is already resolved: a final symlink now means it was swapped in since.
+        fd, st = hashing.open_regular(path, follow_symlinks=False)
+    except hashing.SpecialFileError:
+        raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: not a regular file",
+                               skill=skill, path=rel_path) from None
+    except (FileNotFoundError, NotADirectoryError):
+        if expected is not None:
+            raise DeletedFileError(f"{rel_path!r} of skill {skill} was indexed but is gone; "
+                                   "reindex", skill=skill, path=rel_path) from None
+        raise ResourceNotFoundError(skill, rel_path) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: it became a symlink",
+                                   skill=skill, path=rel_path) from None
+        raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
+                            f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        if expected is None:
+            raise UnindexedFileError(f"{rel_path!r} of skill {skill} is not in the index (added "
+                                     "after the last reindex?)", skill=skill, path=rel_path)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise _too_large(st.st_size, max_bytes, skill, rel_path)
+        # Never read past what the manifest (or the caller) allows: one byte more proves a change.
+        bound = expected.size if max_bytes is None else min(expected.size, max_bytes)
+        try:
+            data = _read_at_most(handle, bound + 1)
+        except OSError as exc:
+            raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
+                                f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
+    whole = len(data) <= bound
+    xxh3, sha256 = hashing.digest(data)
+    if whole:
+        attempt.digest = sha256
+    if max_bytes is not None and len(data) > max_bytes:
+        raise _too_large(len(data), max_bytes, skill, rel_path)
+    if not whole or (len(data), xxh3, sha256) != (expected.size, expected.xxh3,
+                                                    expected.sha256):
+        raise ModifiedFileError(f"{rel_path!r} of skill {skill} changed since it was indexed; "
+                                "reindex", skill=skill, path=rel_path)
+    return data
+
+
+def _too_large(size: int, limit: int, skill: str, rel_path: str) -> TooLargeError:
+    return TooLargeError(f"{rel_path!r} of skill {skill} is {size} bytes; the limit is {limit}",
+                         size=size, limit=limit, skill=skill, path=rel_path)
+
+
+def _read_at_most(handle: RawIOBase, count: int) -> bytes:
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        chunk = handle.read(min(left, hashing.CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _body(data: bytes, *, skill: str) -> str:
+    body = frontmatter.body_of(data)
+    if body is None:
+        # Only an accepted SKILL.md is indexed for reading, and these are its indexed bytes.
+        raise ModifiedFileError(f"SKILL.md of skill {skill} has no frontmatter", skill=skill,
+                                path=ENTRY)
+    return body
+
+
+def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFile | None, *,
+             max_bytes: int | None, attempt: Attempt) -> Disclosure:
+    """Level 2 (the body of SKILL.md) or level 3 (one file), verified against the manifest."""
+    path = contain(candidate.real_path, ref.file, skill=ref.name)
+    data = read_verified(path, expected, skill=ref.name, rel_path=ref.file, max_bytes=max_bytes,
+                         attempt=attempt)
+    digest = attempt.digest or ""
+    if ref.resource is None:
+        text: str | None = _body(data, skill=ref.name)
+        handed = (text or "").encode("utf-8")
+        kind = MARKDOWN
+    else:
+        handed = data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        kind = content_type(ref.resource)
+    attempt.bytes = len(handed)
+    return Disclosure(uri=uri, skill=ref.name, resource=ref.resource, data=handed, text=text,
+                      content_type=kind, path=Path(path), digest=digest, level=ref.level)
+
+
+def skill_command(candidate: Candidate, expected: ManifestFile | None, args: str | None, *,
+                  attempt: Attempt) -> SkillCommand:
+    """The `/skill:` message for a skill, its body read and verified exactly as `disclose`."""
+    name = candidate.name or candidate.directory.name
+    path = contain(candidate.real_path, ENTRY, skill=name)
+    data = read_verified(path, expected, skill=name, rel_path=ENTRY, max_bytes=None,
+                         attempt=attempt)
+    body = _body(data, skill=name).strip()
+    attempt.bytes = len(body.encode("utf-8"))
+    return SkillCommand(name=name, path=candidate.path, args=args,
+                        message=command_message(body, candidate.path, args),
+                        digest=attempt.digest or "")
+
+
+# Drift: every indexed file hashed again, the skill directories listed again.
+
+def verify(candidates: Sequence[Candidate],
+           manifests: Mapping[int, Sequence[ManifestFile]]) -> VerifyReport:
+    """Hash every indexed file again and list what changed, vanished or appeared."""
+    drift: list[DriftItem] = []
+    files = 0
+    for candidate in candidates:
+        name = candidate.name or candidate.directory.name
+        manifest = manifests.get(candidate.id, ())
+        for entry in manifest:
+            files += 1
+            problem = _drift(candidate.real_path, entry, skill=name)
+            if problem is not None:
+                drift.append(DriftItem(name, entry.rel_path, problem,
+                                       candidate.directory / entry.rel_path))
+        try:
+            present = skill_files(candidate.real_path)
+        except OSError:
+            continue  # the directory is gone or unreadable: its files are already missing
+        known = {entry.rel_path for entry in manifest}
+        drift.extend(DriftItem(name, rel, Drift.UNEXPECTED, candidate.directory / rel)
+                     for rel in sorted(present - known))
+    return VerifyReport(skills=len(candidates), files=files, drift=tuple(drift))
+
+
+def _drift(real_dir: Path, entry: ManifestFile, *, skill: str) -> Drift | None:
+    try:
+        path = contain(real_dir, entry.rel_path, skill=skill)
+    except PathRefusedError:
+        return Drift.CHANGED
+    try:
+        read = hashing.read_file(path, keep_limit=-1, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return Drift.MISSING
+    except OSError:  # a special file, a swapped-in symlink, or no longer readable
+        return Drift.CHANGED
+    if (read.stat.size, read.xxh3, read.sha256) != (entry.size, entry.xxh3, entry.sha256):
+        return Drift.CHANGED
+    return None
