@@ -53,6 +53,7 @@ from skillindex.store.engine import make_engine
 
 # Part of every cached catalog's key: bump it when rendering or resolution changes.
 CATALOG_VERSION = 1
+CATALOG_PUBLISHED = "catalog.published"
 
 
 class SkillIndex:
@@ -191,8 +192,22 @@ class SkillIndex:
         """The level-1 catalog for the model, within the budget, from the store alone.
 
         The result is cached in the store per roots, settings and request until the next
-        reindex, so a host asking again pays one lookup.
+        reindex, so a host asking again pays one lookup. With a `session`, the publication is
+        audited as a `catalog.published` event at level 1 with the size of the text in bytes.
         """
+        result = self._catalog(max_chars=max_chars, context_window=context_window,
+                               format=format, tools=tools)
+        if session is not None:
+            text = result.text.encode("utf-8")
+            self.append_event(AuditEvent(
+                time=datetime.now(UTC), event=CATALOG_PUBLISHED, level=Level.CATALOG,
+                outcome="ok", bytes=len(text), digest=hashlib.sha256(text).hexdigest(),
+                reason=f"{len(result.entries)} skills, {len(result.omitted)} omitted",
+                session=session))
+        return result
+
+    def _catalog(self, *, max_chars: int | None, context_window: int | None, format: str,
+                 tools: Iterable[str]) -> Catalog:
         if format not in FORMATS:
             raise ConfigError(f"unknown catalog format {format!r} (use {', '.join(FORMATS)})")
         try:

@@ -254,3 +254,16 @@ def test_bad_catalog_requests_are_config_errors(tmp_path: Path, open_index: Open
     index, _ = _index_with_skills(tmp_path, open_index)
     with pytest.raises(ConfigError):
         index.catalog(**bad)
+
+
+def test_publishing_for_a_session_is_audited_at_level_1(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    index, _ = _index_with_skills(tmp_path, open_index)
+    index.catalog()  # no session: nothing published
+    assert index.audit() == []
+    catalog = index.catalog(session="s-1", max_chars=200)
+    [event] = index.audit(session="s-1")
+    assert (event.event, event.level, event.outcome) == ("catalog.published", 1, "ok")
+    assert event.bytes == len(catalog.text.encode("utf-8"))
+    [levels] = index.audit(levels=True)
+    assert (levels.session, levels.l1_bytes, levels.l2_bytes) == ("s-1", event.bytes, 0)

@@ -370,3 +370,15 @@ def test_winner_of_one_name_agrees_with_the_full_resolution(tmp_path: Path, poli
             assert index.winner(name).candidate.path == path
         with pytest.raises(SkillNotFoundError):
             index.winner("nowhere")
+
+
+def test_reads_follow_the_policy(tmp_path: Path) -> None:
+    w = make_world(tmp_path)
+    write_skill(w.tmp / "a", "pdf", body="# from a\n")
+    write_skill(w.tmp / "b", "pdf", body="# from b\n")
+    settings = explicit(w, ("a", 100, USER), ("b", 200, USER))
+    with w.opened(settings) as index:
+        assert index.read("skill://pdf", reason="test").text == "# from b\n"
+    ignored = explicit(w, ("a", 100, USER), ("b", 200, USER), ignored_skills=("pdf",))
+    with w.opened(ignored) as index, pytest.raises(SkillNotFoundError):
+        index.read("skill://pdf", reason="test")
