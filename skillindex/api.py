@@ -158,7 +158,7 @@ class SkillIndex:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
         return list(self.resolution().winners)
 
-    def _resolution_of(self, name: str) -> Resolution:
+    def _resolution_of(self, name: str, *, all_findings: bool = True) -> Resolution:
         """The resolution of one name, from the candidates that can bear on it alone.
 
         A qualified catalog name (`user:pdf`, `kit:pdf`) stands for what follows its first
@@ -169,12 +169,12 @@ class SkillIndex:
         names = {name, name.split(":", 1)[1]} if ":" in name else {name}
         with self._session() as session:
             found = queries.candidates(session, self.index_name, self._root_paths(),
-                                       names=sorted(names))
+                                       names=sorted(names), all_findings=all_findings)
         return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
 
     def winner(self, name: str) -> Winner:
         """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none."""
-        for winner in self._resolution_of(name).winners:
+        for winner in self._resolution_of(name, all_findings=False).winners:
             if winner.name == name:
                 return winner
         raise SkillNotFoundError(name)

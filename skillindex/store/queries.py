@@ -28,8 +28,9 @@ from skillindex.store.models import (
 )
 
 # Bulk writes go through the Core tables: the ORM's per-row bookkeeping buys nothing here.
-CANDIDATE, FINDING, RESOURCE, SCAN_ISSUE = (
-    Base.metadata.tables[name] for name in ("candidate", "finding", "resource", "scan_issue"))
+CANDIDATE, FINDING, RESOURCE, SCAN_ISSUE, LOAD_EVENT = (
+    Base.metadata.tables[name]
+    for name in ("candidate", "finding", "resource", "scan_issue", "load_event"))
 
 
 @dataclass(slots=True)
@@ -183,47 +184,46 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
     With `all_findings=False` only rejected candidates carry their findings: enough to resolve
     names and explain rejections, and much less to load for a large index.
     """
-    roots = {root.id: root for root in session.scalars(
-        select(Root).where(Root.index_name == index_name,
-                           *([] if paths is None else [Root.path.in_(list(paths))])))}
-    if not roots:
-        return []
     query = (
-        select(Candidate.id, Candidate.root_id, Candidate.name, Candidate.description,
-               Candidate.skill_path, Candidate.dir_path, Candidate.real_path, Candidate.status,
-               Candidate.enabled)
-        .where(Candidate.root_id.in_(list(roots)))
+        select(Candidate.id, Candidate.name, Candidate.description, Candidate.skill_path,
+               Candidate.dir_path, Candidate.real_path, Candidate.status, Candidate.enabled,
+               Root.path, Root.scope, Root.provider, Root.precedence, Root.position)
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == index_name)
     )
+    if paths is not None:
+        query = query.where(Root.path.in_(list(paths)))
     if status is not None:
         query = query.where(Candidate.status == status.value)
     if names is not None:
         query = query.where(Candidate.name.in_(list(names)))
     rows = session.execute(query).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
-    wanted = [row[0] for row in rows
-              if all_findings or row[7] == model.Status.REJECTED.value]
+    rejected = model.Status.REJECTED.value
+    wanted = [row[0] for row in rows if all_findings or row[6] == rejected]
     for chunk in _chunks(wanted, 20_000):
         for cid, code, severity, message in session.execute(
             select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
             .where(Finding.candidate_id.in_(chunk)).order_by(Finding.id)
         ):
             findings[cid].append(model.Finding(code, model.Severity(severity), message))
-    # Path objects are built once per root, not once per candidate.
-    specs = {root_id: (Path(root.path), model.Scope(root.scope)) for root_id, root in
-             roots.items()}
+    # Parsing a path is the costliest step here: one Path per root, and per candidate only
+    # what cannot be derived from its SKILL.md path.
+    roots: dict[str, tuple[Path, model.Scope]] = {}
     result = []
-    for cid, root_id, name, description, skill_path, dir_path, real_path, state, enabled in rows:
-        root = roots[root_id]
-        root_path, scope = specs[root_id]
-        # Parsing a path is the costliest step here; derive what can be derived.
+    for (cid, name, description, skill_path, dir_path, real_path, state, enabled, root_path,
+         scope, provider, precedence, position) in rows:
+        root = roots.get(root_path)
+        if root is None:
+            root = roots[root_path] = (Path(root_path), model.Scope(scope))
         path = Path(skill_path)
         directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
         real = directory if real_path == dir_path else Path(real_path)
         result.append(model.Candidate(
-            id=cid, name=name, description=description, path=path,
-            directory=directory, real_path=real, root=root_path, scope=scope,
-            provider=root.provider, precedence=root.precedence, position=root.position,
-            status=model.Status(state), enabled=enabled, findings=tuple(findings.get(cid, ()))))
+            id=cid, name=name, description=description, path=path, directory=directory,
+            real_path=real, root=root[0], scope=root[1], provider=provider,
+            precedence=precedence, position=position, status=model.Status(state),
+            enabled=enabled, findings=tuple(findings.get(cid, ()))))
     result.sort(key=lambda c: (-c.precedence, c.position, str(c.path)))
     return result
 
@@ -310,7 +310,7 @@ def manifest_files(session: Session,
 def append_event(session: Session, index_name: str, event: model.AuditEvent) -> int:
     """Add one audit row; the table takes inserts only."""
     return int(session.execute(
-        insert(LoadEvent).returning(LoadEvent.id),
+        insert(LOAD_EVENT).returning(LOAD_EVENT.c.id),
         [{"index_name": index_name, "time": event.time, "event": event.event,
           "skill": event.skill, "resource": event.resource, "level": event.level,
           "bytes": event.bytes, "digest": event.digest, "outcome": event.outcome,
