@@ -46,13 +46,12 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
+from skillindex.quick import catalog_key
 from skillindex.resolve import Explanation, Resolution, Winner
 from skillindex.scanner import ENTRY
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
 
-# Part of every cached catalog's key: bump it when rendering or resolution changes.
-CATALOG_VERSION = 1
 CATALOG_PUBLISHED = "catalog.published"
 
 
@@ -237,9 +236,8 @@ class SkillIndex:
 
     def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool) -> str:
         runs = queries.root_runs(db, self.index_name, self._root_paths())
-        rules = resolve.Rules.from_settings(self.settings)
-        text = repr((CATALOG_VERSION, limit, fmt, has_read, runs, self.plan.roots, rules))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return catalog_key(limit=limit, fmt=fmt, has_read=has_read, runs=runs,
+                           roots=self.plan.roots, settings=self.settings)
 
     def context_files(self) -> list[ContextFile]:
         """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""

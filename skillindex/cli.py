@@ -312,9 +312,19 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
     options = _options(ctx, as_json)
     if max_chars is not None and context_window is not None:
         raise click.UsageError("give --max-chars or --context-window, not both")
-    with options.open() as index:
-        result = index.catalog(max_chars=max_chars, context_window=context_window, format=fmt,
-                               tools=() if no_read_tool else ("read",), session=session)
+    tools = () if no_read_tool else ("read",)
+    result = None
+    if session is None:
+        # A cached catalog needs neither SQLAlchemy nor a resolution: a host's start-up path.
+        from skillindex.quick import cached_catalog  # noqa: PLC0415
+
+        result = cached_catalog(options.config, db=options.db, cwd=options.cwd,
+                                index=options.index, max_chars=max_chars,
+                                context_window=context_window, format=fmt, tools=tools)
+    if result is None:
+        with options.open() as index:
+            result = index.catalog(max_chars=max_chars, context_window=context_window,
+                                   format=fmt, tools=tools, session=session)
     if options.json:
         _print_json(result.as_dict())
     else:

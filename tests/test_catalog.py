@@ -267,3 +267,34 @@ def test_publishing_for_a_session_is_audited_at_level_1(
     assert event.bytes == len(catalog.text.encode("utf-8"))
     [levels] = index.audit(levels=True)
     assert (levels.session, levels.l1_bytes, levels.l2_bytes) == ("s-1", event.bytes, 0)
+
+
+def test_the_start_up_path_serves_exactly_the_cached_catalog(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillindex.quick import cached_catalog
+
+    root = tmp_path / "skills"
+    for number in range(3):
+        write_skill(root, f"skill-{number}")
+    config = tmp_path / "c.toml"
+    config.write_text(f'[skills]\npresets = false\n[[roots]]\npath = "{root}"\n')
+    monkeypatch.setenv("HOME", str(tmp_path))
+    db = str(tmp_path / "i.sqlite")
+    request: dict[str, Any] = {"max_chars": 150, "context_window": None, "format": "markdown",
+                               "tools": ("read",)}
+
+    def quick() -> Any:
+        return cached_catalog(str(config), db=db, cwd=tmp_path, index=None, **request)
+
+    assert quick() is None  # no database yet: nothing is created either
+    assert not Path(db).exists()
+    with SkillIndex.open(str(config), db=db, cwd=tmp_path) as index:
+        index.reindex()
+        assert quick() is None  # nothing cached yet
+        full = index.catalog(**request)
+        assert quick() == full
+        assert cached_catalog(str(config), db=db, cwd=tmp_path, index="other",
+                              **request) is None
+        write_skill(root, "skill-9")
+        index.reindex()
+        assert quick() is None  # a reindex empties the cache

@@ -9,9 +9,9 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from skillindex.errors import StoreError
+from skillindex.store.revision import HEAD
 
-# The newest revision; opening a database at this revision costs one query and no Alembic import.
-HEAD = "0001"
+__all__ = ["HEAD", "current", "downgrade", "ensure_current", "upgrade"]
 
 
 def script_location() -> str:

@@ -1,0 +1,52 @@
+"""Serves a catalog that is already cached without importing SQLAlchemy (the host's start-up)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from skillindex.catalog import FORMATS, Catalog, budget
+from skillindex.config import Environment, Settings, database_url, load_settings
+from skillindex.model import RootSpec
+from skillindex.providers import plan_roots
+from skillindex.resolve import Rules
+from skillindex.store.fastpath import cached_payload, sqlite_file
+
+# Part of every cached catalog's key: bump it when rendering or resolution changes.
+CATALOG_VERSION = 1
+
+
+def catalog_key(*, limit: int, fmt: str, has_read: bool, runs: Sequence[tuple[str, int]],
+                roots: Sequence[RootSpec], settings: Settings) -> str:
+    """What a cached catalog depends on: request, roots and their last runs, the policy."""
+    text = repr((CATALOG_VERSION, limit, fmt, has_read, list(runs), tuple(roots),
+                 Rules.from_settings(settings)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cached_catalog(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+                   index: str | None, max_chars: int | None, context_window: int | None,
+                   format: str, tools: Iterable[str]) -> Catalog | None:
+    """The catalog `SkillIndex.catalog` would return, when a SQLite index has it cached."""
+    env = Environment.from_os(cwd=cwd)
+    path = sqlite_file(database_url(db, env))
+    if path is None or format not in FORMATS:
+        return None
+    try:
+        limit = budget(max_chars, context_window)
+    except ValueError:
+        return None  # the full path reports it
+    settings = load_settings(config, env)
+    if index is not None:
+        settings = replace(settings, index_name=index)
+    roots = plan_roots(settings, env).roots
+    has_read = "read" in set(tools)
+
+    def key_of(runs: list[tuple[str, int]]) -> str:
+        return catalog_key(limit=limit, fmt=format, has_read=has_read, runs=runs, roots=roots,
+                           settings=settings)
+
+    payload = cached_payload(path, settings.index_name, [str(r.path) for r in roots], key_of)
+    return None if payload is None else Catalog.from_cache(payload)
