@@ -55,19 +55,22 @@ def open_regular(path: Path | str, *, follow_symlinks: bool) -> tuple[int, os.st
 
 
 def read_file(path: Path | str, *, keep_limit: int, follow_symlinks: bool) -> FileRead:
-    """Hash the whole file; keep its bytes only when it is at most `keep_limit` bytes long."""
+    """Hash the whole file; keep its bytes only when it is at most `keep_limit` bytes long
+    (-1: never). Memory stays bounded by the limit or one chunk, whatever the file's size."""
     fd, st = open_regular(path, follow_symlinks=follow_symlinks)
-    with os.fdopen(fd, "rb", buffering=0) as handle:
-        head = handle.read(keep_limit + 1) if keep_limit >= 0 else b""
-        if len(head) <= keep_limit:
-            rest = handle.read(CHUNK)
-            if not rest:
-                x, s = digest(head)
-                return FileRead(head, file_stat(st), x, s)
-            head += rest
-        hx = xxhash.xxh3_128(head)
-        hs = hashlib.sha256(head)
-        while chunk := handle.read(CHUNK):
+    try:
+        # Asking for one byte more than fstat promised: a short read is the end of the file,
+        # so nearly every file takes a single read.
+        want = max(keep_limit, min(st.st_size, CHUNK)) + 1
+        first = os.read(fd, want)
+        if len(first) < want:
+            x, s = digest(first)
+            return FileRead(first if len(first) <= keep_limit else None, file_stat(st), x, s)
+        hx = xxhash.xxh3_128(first)
+        hs = hashlib.sha256(first)
+        while chunk := os.read(fd, CHUNK):
             hx.update(chunk)
             hs.update(chunk)
         return FileRead(None, file_stat(st), hx.hexdigest(), hs.hexdigest())
+    finally:
+        os.close(fd)
