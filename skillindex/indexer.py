@@ -17,7 +17,8 @@ from skillindex import frontmatter, policy
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
 from skillindex.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
 from skillindex.store import queries
-from skillindex.store.queries import NewCandidate, RootWrite
+from skillindex.store.queries import RootWrite
+from skillindex.store.staging import Stage
 
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
 
@@ -29,23 +30,32 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
         known = queries.known_skills(session, index_name, [str(r.path) for r in roots])
-    reader = Session(engine)
-    try:
-        return _scan_and_write(engine, reader, roots, known, index_name=index_name, cwd=cwd,
-                               all_roots=all_roots, extra_problems=extra_problems,
-                               progress=progress, started=started, clock=clock)
-    finally:
-        reader.close()
+    with Session(engine) as reader, engine.connect() as connection:
+        stage = Stage(connection)
+        try:
+            writes, problems, counts = _scan(
+                roots, known, stage, extra_problems=extra_problems, progress=progress,
+                lookup=lambda candidate_id: queries.manifest(reader, candidate_id))
+            reader.close()  # its snapshot is not needed for the write
+            with connection.begin():
+                session = Session(bind=connection)
+                run_id = queries.apply_reindex(
+                    session, index_name=index_name, started_at=started,
+                    finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
+                    roots=writes, stage=stage, counts=counts,
+                    duration_s=time.perf_counter() - clock)
+                session.close()
+        finally:
+            stage.drop()
+    return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
+                       roots=len(writes), problems=tuple(problems), **counts)
 
 
-def _scan_and_write(engine: Engine, reader: Session, roots: Sequence[RootSpec],
-                    known: dict[str, dict[str, KnownSkill]], *, index_name: str, cwd: Path,
-                    all_roots: bool, extra_problems: Sequence[ScanProblem],
-                    progress: Progress | None, started: datetime,
-                    clock: float) -> IndexReport:
-    def lookup(candidate_id: int) -> dict[str, KnownFile]:
-        return queries.manifest(reader, candidate_id)
-
+def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], stage: Stage, *,
+          extra_problems: Sequence[ScanProblem], progress: Progress | None,
+          lookup: Callable[[int], dict[str, KnownFile]],
+          ) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
+    """Walk every root; stage each new or changed candidate as soon as it is judged."""
     expected = sum(len(skills) for skills in known.values()) or None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0, "rejected": 0,
               "files_read": 0}
@@ -65,15 +75,15 @@ def _scan_and_write(engine: Engine, reader: Session, roots: Sequence[RootSpec],
                 counts["unchanged"] += 1
                 counts["rejected"] += scan.known is not None and scan.known.rejected
             else:
-                new = _judge(scan, spec)
-                if new.row["status"] == Status.REJECTED.value:
-                    counts["rejected"] += 1
-                if scan.known is None:
+                row, findings, resources = _judge(scan, spec)
+                counts["rejected"] += row["status"] == Status.REJECTED.value
+                previous = None if scan.known is None else scan.known.candidate_id
+                if previous is None:
                     counts["added"] += 1
                 else:
                     counts["changed"] += 1
-                    write.removed.append(scan.known.candidate_id)
-                write.added.append(new)
+                    write.removed.append(previous)
+                stage.add(str(spec.path), row, previous, findings, resources)
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
         gone = [skill.candidate_id for rel, skill in root_known.items() if rel not in seen]
@@ -82,17 +92,14 @@ def _scan_and_write(engine: Engine, reader: Session, roots: Sequence[RootSpec],
         write.present = result.present
         problems.extend(result.problems)
         writes.append(write)
-    with Session(engine) as session, session.begin():
-        duration = time.perf_counter() - clock
-        run_id = queries.apply_reindex(
-            session, index_name=index_name, started_at=started, finished_at=datetime.now(UTC),
-            cwd=str(cwd), all_roots=all_roots, roots=writes, counts=counts, duration_s=duration)
-    return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
-                       roots=len(writes), problems=tuple(problems), **counts)
+    return writes, problems, counts
 
 
-def _judge(scan: SkillScan, spec: RootSpec) -> NewCandidate:
-    findings = list(scan.walk_findings)
+Row = dict[str, Any]
+
+
+def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
+    """The candidate row, its findings and its manifest, ready to be staged."""
     fields: dict[str, Any] | None = None
     if scan.entry_problem is not None:
         verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
@@ -101,9 +108,8 @@ def _judge(scan: SkillScan, spec: RootSpec) -> NewCandidate:
         parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
         verdict = policy.judge(parsed, dir_name=scan.dir_name, root=spec)
         fields = parsed.fields
-    findings = [*verdict.findings, *findings]
     entry = scan.entry_stat
-    row: dict[str, Any] = {
+    row: Row = {
         "rel_dir": scan.rel_dir,
         "dir_name": scan.dir_name,
         "dir_path": scan.directory,
@@ -122,8 +128,12 @@ def _judge(scan: SkillScan, spec: RootSpec) -> NewCandidate:
         "xxh3": scan.entry_xxh3,
         "sha256": scan.entry_sha256,
     }
-    return NewCandidate(row, findings, scan.resources,
-                        scan.known.candidate_id if scan.known else None)
+    findings = [{"code": f.code, "severity": f.severity.value, "message": f.message}
+                for f in (*verdict.findings, *scan.walk_findings)]
+    resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
+                  "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
+                  "xxh3": r.xxh3, "sha256": r.sha256} for r in scan.resources]
+    return row, findings, resources
 
 
 def _plain(value: Any) -> Any:

@@ -26,21 +26,10 @@ from skillindex.store.models import (
     Root,
     ScanIssue,
 )
+from skillindex.store.staging import Stage
 
 # Bulk writes go through the Core tables: the ORM's per-row bookkeeping buys nothing here.
-CANDIDATE, FINDING, RESOURCE, SCAN_ISSUE, LOAD_EVENT = (
-    Base.metadata.tables[name]
-    for name in ("candidate", "finding", "resource", "scan_issue", "load_event"))
-
-
-@dataclass(slots=True)
-class NewCandidate:
-    """A candidate row to insert, with its findings and manifest."""
-
-    row: dict[str, Any]
-    findings: Sequence[model.Finding]
-    resources: Sequence[model.ResourceEntry]
-    previous_id: int | None = None  # the row it replaces, whose first_run_id it keeps
+SCAN_ISSUE, LOAD_EVENT = (Base.metadata.tables[name] for name in ("scan_issue", "load_event"))
 
 
 @dataclass(slots=True)
@@ -48,8 +37,7 @@ class RootWrite:
     spec: model.RootSpec
     present: bool
     problems: Sequence[model.ScanProblem]
-    removed: list[int] = field(default_factory=list)  # candidate ids that disappeared
-    added: list[NewCandidate] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)  # candidate ids that disappeared or changed
 
 
 def known_skills(session: Session, index_name: str,
@@ -103,8 +91,11 @@ def _spec(root: Root) -> model.RootSpec:
 
 def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                   finished_at: datetime, cwd: str, all_roots: bool, roots: Sequence[RootWrite],
-                  counts: dict[str, int], duration_s: float) -> int:
-    """Write one reindex as a whole: the run, its roots, removed and new candidates."""
+                  stage: Stage, counts: dict[str, int], duration_s: float) -> int:
+    """Write one reindex as a whole: the run, its roots, removed and staged candidates.
+
+    `session` must be bound to the stage's connection: the staged rows live there.
+    """
     run_id = session.execute(
         insert(IndexRun).returning(IndexRun.id),
         [{"index_name": index_name, "started_at": started_at, "finished_at": finished_at,
@@ -138,42 +129,13 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                "message": p.message} for w in roots for p in w.problems]
     if issues:
         session.execute(insert(SCAN_ISSUE), issues)
-    replaced = [new.previous_id for w in roots for new in w.added if new.previous_id is not None]
-    firsts = first_run_ids(session, replaced)
+    stage.prepare()
     session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
     removed = [cid for write in roots for cid in write.removed]
     for chunk in _chunks(removed, 20_000):
         session.execute(delete(Candidate).where(Candidate.id.in_(chunk)))
-    added = [(root_ids[str(w.spec.path)], new) for w in roots for new in w.added]
-    if added:
-        rows = [{**new.row, "root_id": root_id, "changed_run_id": run_id,
-                 "first_run_id": firsts.get(new.previous_id or 0, run_id)}
-                for root_id, new in added]
-        new_ids = session.execute(
-            insert(CANDIDATE).returning(CANDIDATE.c.id, sort_by_parameter_order=True), rows
-        ).scalars().all()
-        findings = [{"candidate_id": cid, "code": f.code, "severity": f.severity.value,
-                     "message": f.message}
-                    for cid, (_, new) in zip(new_ids, added, strict=True) for f in new.findings]
-        resources = [{"candidate_id": cid, "rel_path": r.rel_path, "kind": r.kind.value,
-                      "size": r.stat.size, "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode,
-                      "device": r.stat.device, "xxh3": r.xxh3, "sha256": r.sha256}
-                     for cid, (_, new) in zip(new_ids, added, strict=True)
-                     for r in new.resources]
-        if findings:
-            session.execute(insert(FINDING), findings)
-        if resources:
-            session.execute(insert(RESOURCE), resources)
+    stage.move(index_name, run_id)
     return int(run_id)
-
-
-def first_run_ids(session: Session, ids: Sequence[int]) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for chunk in _chunks(list(ids), 20_000):
-        found.update(session.execute(
-            select(Candidate.id, Candidate.first_run_id).where(Candidate.id.in_(chunk))
-        ).all())
-    return found
 
 
 def candidates(session: Session, index_name: str, paths: Sequence[str] | None = None, *,

@@ -1,0 +1,121 @@
+"""Holds the rows of a reindex in temporary tables, so memory stays flat however many skills
+change, and one short transaction moves them into the index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    func,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy import insert as sql_insert
+
+from skillindex.store.models import Base
+
+CANDIDATE, FINDING, RESOURCE, ROOT = (
+    Base.metadata.tables[name] for name in ("candidate", "finding", "resource", "root"))
+# The candidate columns a scan produces; ids, root and run numbers are set when applied.
+CANDIDATE_COLUMNS = (
+    "rel_dir", "dir_name", "dir_path", "skill_path", "real_path", "name", "description",
+    "status", "enabled", "frontmatter", "tree_key", "size", "mtime_ns", "inode", "device",
+    "xxh3", "sha256")
+FINDING_COLUMNS = ("code", "severity", "message")
+RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256")
+BATCH = 2_000
+
+
+def _like(table: Table, name: str) -> Column[Any]:
+    return Column(name, table.c[name].type, nullable=True)
+
+
+class Stage:
+    """Staged candidates, findings and resources of one reindex, on one connection."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        metadata = MetaData()
+        self.candidates = Table(
+            "stage_candidate", metadata, Column("seq", Integer, primary_key=True),
+            Column("root_path", Text), Column("previous_id", Integer),
+            Column("first_run_id", Integer),
+            *(_like(CANDIDATE, name) for name in CANDIDATE_COLUMNS), prefixes=["TEMPORARY"])
+        self.findings = Table(
+            "stage_finding", metadata, Column("seq", Integer, index=True),
+            Column("code", String(50)), Column("severity", String(10)), Column("message", Text),
+            prefixes=["TEMPORARY"])
+        self.resources = Table(
+            "stage_resource", metadata, Column("seq", Integer, index=True),
+            *(_like(RESOURCE, name) for name in RESOURCE_COLUMNS), prefixes=["TEMPORARY"])
+        self.tables = (self.candidates, self.findings, self.resources)
+        self._rows: tuple[list[dict[str, Any]], ...] = ([], [], [])
+        self.count = 0
+        with connection.begin():
+            for table in self.tables:
+                table.drop(connection, checkfirst=True)
+                table.create(connection)
+
+    def add(self, root_path: str, row: dict[str, Any], previous_id: int | None,
+            findings: list[dict[str, Any]], resources: list[dict[str, Any]]) -> None:
+        """Stage one judged candidate; every BATCH candidates go to the database."""
+        self.count += 1
+        seq = self.count
+        candidates, staged_findings, staged_resources = self._rows
+        candidates.append({**row, "seq": seq, "root_path": root_path,
+                           "previous_id": previous_id, "first_run_id": None})
+        staged_findings.extend({**finding, "seq": seq} for finding in findings)
+        staged_resources.extend({**resource, "seq": seq} for resource in resources)
+        if len(candidates) >= BATCH:
+            with self.connection.begin():
+                self._write_buffered()
+
+    def _write_buffered(self) -> None:
+        for table, rows in zip(self.tables, self._rows, strict=True):
+            if rows:
+                self.connection.execute(sql_insert(table), rows)
+                rows.clear()
+
+    def prepare(self) -> None:
+        """In the write transaction, before the replaced rows are deleted: stage what is left
+        and carry over the first run of every candidate that is replaced."""
+        self._write_buffered()
+        staged = self.candidates
+        self.connection.execute(
+            update(staged).where(staged.c.previous_id.is_not(None)).values(
+                first_run_id=select(CANDIDATE.c.first_run_id)
+                .where(CANDIDATE.c.id == staged.c.previous_id).scalar_subquery()))
+
+    def move(self, index_name: str, run_id: int) -> None:
+        """In the write transaction, after the deletes: one INSERT ... SELECT per table."""
+        staged = self.candidates
+        root = ROOT.alias("staged_root")
+        with_root = staged.join(root, and_(root.c.index_name == index_name,
+                                           root.c.path == staged.c.root_path))
+        self.connection.execute(sql_insert(CANDIDATE).from_select(
+            ["root_id", *CANDIDATE_COLUMNS, "first_run_id", "changed_run_id"],
+            select(root.c.id, *(staged.c[name] for name in CANDIDATE_COLUMNS),
+                   func.coalesce(staged.c.first_run_id, literal(run_id)), literal(run_id))
+            .select_from(with_root)))
+        with_candidate = with_root.join(CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
+                                                        CANDIDATE.c.rel_dir == staged.c.rel_dir))
+        for table, target, names in ((self.findings, FINDING, FINDING_COLUMNS),
+                                     (self.resources, RESOURCE, RESOURCE_COLUMNS)):
+            self.connection.execute(sql_insert(target).from_select(
+                ["candidate_id", *names],
+                select(CANDIDATE.c.id, *(table.c[name] for name in names))
+                .select_from(table.join(with_candidate, table.c.seq == staged.c.seq))))
+
+    def drop(self) -> None:
+        with self.connection.begin():
+            for table in reversed(self.tables):
+                table.drop(self.connection, checkfirst=True)
