@@ -298,3 +298,20 @@ def test_the_start_up_path_serves_exactly_the_cached_catalog(
         write_skill(root, "skill-9")
         index.reindex()
         assert quick() is None  # a reindex empties the cache
+
+
+def test_the_cache_keeps_a_bounded_number_of_catalogs(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    from sqlalchemy import func, select
+    from sqlalchemy.orm import Session
+
+    from skillindex.store.models import CatalogCache
+    from skillindex.store.queries import CACHED_CATALOGS
+
+    index, _ = _index_with_skills(tmp_path, open_index)
+    for limit in range(100, 100 + CACHED_CATALOGS + 10):
+        index.catalog(max_chars=limit)
+    with Session(index.engine) as session:
+        assert session.execute(select(func.count()).select_from(CatalogCache)).scalar_one() \
+            == CACHED_CATALOGS
+    assert index.catalog(max_chars=100 + CACHED_CATALOGS + 9).max_chars == 100 + CACHED_CATALOGS + 9

@@ -29,6 +29,7 @@ from skillindex.store.models import (
 from skillindex.store.staging import Stage
 
 # Bulk writes go through the Core tables: the ORM's per-row bookkeeping buys nothing here.
+CACHED_CATALOGS = 64  # rendered catalogs kept per index between two reindexes
 SCAN_ISSUE, LOAD_EVENT = (Base.metadata.tables[name] for name in ("scan_issue", "load_event"))
 
 
@@ -242,8 +243,12 @@ def store_catalog(session: Session, index_name: str, key: str, payload: str) -> 
         select(CatalogCache.id).where(CatalogCache.index_name == index_name,
                                       CatalogCache.key == key)).first()
     if exists is None:
-        session.execute(insert(CatalogCache), [{"index_name": index_name, "key": key,
-                                                "payload": payload}])
+        new_id = session.execute(
+            insert(CatalogCache).returning(CatalogCache.id),
+            [{"index_name": index_name, "key": key, "payload": payload}]).scalar_one()
+        # Hosts asking with ever new budgets must not grow the cache without bound.
+        session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name,
+                                                   CatalogCache.id <= new_id - CACHED_CATALOGS))
 
 
 def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.ManifestFile | None:
