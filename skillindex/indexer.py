@@ -16,6 +16,7 @@ from skillindex import frontmatter, policy
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
 from skillindex.scanner import ENTRY, RootScan, SkillScan, scan_root
 from skillindex.store import queries
+from skillindex.store.lock import HeldLock
 from skillindex.store.queries import NewCandidate, RootWrite
 
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
@@ -23,7 +24,7 @@ Progress = Callable[[int, int | None, str], None]  # (skills done, expected or N
 
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
-            progress: Progress | None = None) -> IndexReport:
+            progress: Progress | None = None, lock: HeldLock | None = None) -> IndexReport:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
@@ -69,6 +70,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
         run_id = queries.apply_reindex(
             session, index_name=index_name, started_at=started, finished_at=datetime.now(UTC),
             cwd=str(cwd), all_roots=all_roots, roots=writes, counts=counts, duration_s=duration)
+        if lock is not None:
+            lock.verify(session)  # after the first write, when SQLite has granted the write lock
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
                        roots=len(writes), problems=tuple(problems), **counts)
 

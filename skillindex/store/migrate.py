@@ -14,7 +14,7 @@ from skillindex.errors import StoreError
 from skillindex.store.engine import IMMEDIATE
 
 # The newest revision; opening a database at this revision costs one query and no Alembic import.
-HEAD = "0001"
+HEAD = "0002"
 # PostgreSQL advisory lock key that serializes migrations of one database ("skillmig" in ASCII).
 MIGRATION_LOCK_KEY = int.from_bytes(b"skillmig", "big")
 

@@ -200,3 +200,22 @@ class LoadEvent(Base):
     session: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
 
+
+class ReindexLock(Base):
+    """Who is reindexing an index now; the lock itself on SQLite, a notice beside PostgreSQL's.
+
+    On SQLite the row is the lock: taken in a write transaction, refreshed while the reindex runs
+    and deleted at its end; a row whose holder died on this host, or whose lease expired, is stale.
+    On PostgreSQL an advisory lock excludes the other reindexes and the row only names the holder.
+    """
+
+    __tablename__ = "reindex_lock"
+
+    index_name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    token: Mapped[str] = mapped_column(String(32))
+    holder: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
