@@ -21,7 +21,13 @@ from skillindex.catalog import Format as CatalogFormat
 from skillindex.catalog import budget as catalog_budget
 from skillindex.catalog import build as build_catalog
 from skillindex.catalog import empty as empty_catalog
-from skillindex.config import Environment, Settings, database_url, load_settings
+from skillindex.config import (
+    Environment,
+    Settings,
+    check_index_name,
+    database_url,
+    load_settings,
+)
 from skillindex.contextfiles import find_context_files
 from skillindex.errors import (
     CommandsDisabledError,
@@ -51,6 +57,7 @@ from skillindex.resolve import Explanation, Resolution, Winner
 from skillindex.scanner import ENTRY
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
+from skillindex.store.lock import OnWait, reindex_lock
 
 CATALOG_PUBLISHED = "catalog.published"
 
@@ -73,7 +80,7 @@ class SkillIndex:
         env = _environment(env, cwd)
         settings = config if isinstance(config, Settings) else load_settings(config, env)
         if index is not None:
-            settings = replace(settings, index_name=index)
+            settings = replace(settings, index_name=check_index_name(index))
         url = database_url(db, env)
         engine = make_engine(url)
         try:
@@ -110,19 +117,30 @@ class SkillIndex:
     def _session(self) -> Session:
         return Session(self.engine)
 
-    def reindex(self, *, all_roots: bool = False,
-                progress: Progress | None = None) -> IndexReport:
-        """Rescan the roots of this working directory (every known root with `all_roots`)."""
-        roots = list(self.plan.roots)
-        if all_roots:
-            planned = {spec.path for spec in roots}
-            with self._session() as session:
-                stored = queries.stored_roots(session, self.index_name)
-            roots.extend(spec for spec in stored if spec.path not in planned)
+    def reindex(self, *, all_roots: bool = False, progress: Progress | None = None,
+                wait: bool = True, timeout: float | None = None,
+                on_wait: OnWait | None = None) -> IndexReport:
+        """Rescan the roots of this working directory (every known root with `all_roots`).
+
+        One reindex of an index runs at a time, across every host sharing the database: while
+        another holds the index's lock this one waits (`on_wait(holder)` is told once) up to
+        `timeout` seconds (default: the `reindex_timeout` setting); with `wait=False`, or when
+        the time is up, ReindexBusyError names the holder.
+        """
+        limit = self.settings.reindex_timeout if timeout is None else timeout
         try:
-            return indexer.reindex(self.engine, roots, index_name=self.index_name,
-                                   cwd=self.env.cwd, all_roots=all_roots,
-                                   extra_problems=self.plan.problems, progress=progress)
+            with reindex_lock(self.engine, self.index_name, wait=wait, timeout=limit,
+                              on_wait=on_wait) as lock:
+                roots = list(self.plan.roots)
+                if all_roots:
+                    planned = {spec.path for spec in roots}
+                    with self._session() as session:
+                        stored = queries.stored_roots(session, self.index_name)
+                    roots.extend(spec for spec in stored if spec.path not in planned)
+                return indexer.reindex(self.engine, roots, index_name=self.index_name,
+                                       cwd=self.env.cwd, all_roots=all_roots,
+                                       extra_problems=self.plan.problems, progress=progress,
+                                       lock=lock)
         except OperationalError as exc:
             raise StoreError(f"cannot write the index: {exc.orig}") from exc
         except SQLAlchemyError as exc:

@@ -122,15 +122,24 @@ class _Progress:
 @cli.command()
 @click.option("--all", "all_roots", is_flag=True,
               help="Rescan every root the index knows, not only those of this directory.")
+@click.option("--no-wait", is_flag=True,
+              help="Fail at once if another process is reindexing this index (default: wait "
+              "up to the reindex_timeout setting).")
 @json_option
 @click.pass_context
-def reindex(ctx: click.Context, all_roots: bool, as_json: bool) -> None:
+def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -> None:
     """Scan the roots and update the index (only changed files are read)."""
     options = _options(ctx, as_json)
     progress = _Progress() if sys.stderr.isatty() and not options.json else None
     with options.open() as index:
+
+        def waiting(holder: str) -> None:
+            click.echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
+                       f"waiting up to {index.settings.reindex_timeout:g} s", err=True)
+
         try:
-            report = index.reindex(all_roots=all_roots, progress=progress)
+            report = index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
+                                   on_wait=waiting)
         finally:
             if progress is not None:
                 progress.clear()

@@ -15,6 +15,7 @@ from skillindex.model import Scope, Validation
 
 COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
 DEFAULT_INDEX = "default"
+DEFAULT_REINDEX_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class Settings:
     presets: bool = True
     roots: tuple[RootConfig, ...] = ()
     index_name: str = DEFAULT_INDEX
+    # How long a reindex waits for another reindex of the same index before giving up.
+    reindex_timeout: float = DEFAULT_REINDEX_TIMEOUT_S
     source: Path | None = field(default=None, compare=False)
 
 
@@ -100,7 +103,9 @@ ALIASES = {
     "nativeDir": "native_dir",
     "contextFiles": "context_files",
 }
-_SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name"}
+_SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name",
+                                                    "reindex_timeout"}
+_TOP_LEVEL_KEYS = {"skills", "roots", "index", "reindex_timeout"}
 _ROOT_KEYS = {f.name for f in fields(RootConfig)}
 
 
@@ -151,10 +156,11 @@ def load_settings(explicit: str | Path | None, env: Environment) -> Settings:
 
 def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -> Settings:
     """Build Settings from a parsed TOML document; any unknown key is an error that names it."""
-    unknown = set(document) - {"skills", "roots", "index"}
+    unknown = set(document) - _TOP_LEVEL_KEYS
     if unknown:
         raise ConfigError(f"unknown top-level key {sorted(unknown)[0]!r} (expected [skills], "
-                          "[[roots]] or index)", source=source, key=sorted(unknown)[0])
+                          "[[roots]], index or reindex_timeout)", source=source,
+                          key=sorted(unknown)[0])
     values: dict[str, Any] = {}
     skills = document.get("skills", {})
     if not isinstance(skills, Mapping):
@@ -173,7 +179,10 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
         values[name] = _convert(name, value, Settings.__dataclass_fields__[name].default,
                                 source, f"skills.{key}")
     if "index" in document:
-        values["index_name"] = _index_name(document["index"], source)
+        values["index_name"] = check_index_name(document["index"], source=source)
+    if "reindex_timeout" in document:
+        values["reindex_timeout"] = _seconds(document["reindex_timeout"], source,
+                                             "reindex_timeout")
     roots = document.get("roots", [])
     if not isinstance(roots, list):
         raise ConfigError("roots must be an array of tables ([[roots]])", source=source,
@@ -199,11 +208,18 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _index_name(value: Any, source: str) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+def check_index_name(value: Any, *, source: str | None = None) -> str:
+    """An index name as stored (a shared database keeps at most 100 characters of it)."""
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 100:
         raise ConfigError("index must be a non-empty name of at most 100 characters",
                           source=source, key="index")
     return value.strip()
+
+
+def _seconds(value: Any, source: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ConfigError(f"{key} must be a number of seconds, 0 or more", source=source, key=key)
+    return float(value)
 
 
 def _convert(name: str, value: Any, default: Any, source: str, label: str) -> Any:

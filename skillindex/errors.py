@@ -39,10 +39,16 @@ class StoreError(SkillIndexError):
 class ReindexBusyError(SkillIndexError):
     """Another process holds the reindex lock of this index."""
 
-    def __init__(self, index_name: str, holder: str) -> None:
-        super().__init__(f"index {index_name!r} is being reindexed by {holder}; try again later")
+    def __init__(self, index_name: str, holder: str, *, waited: float | None = None) -> None:
+        if waited is None:
+            message = f"index {index_name!r} is being reindexed by {holder}; try again later"
+        else:
+            message = (f"index {index_name!r} is still being reindexed by {holder} after waiting "
+                       f"{waited:g} s; try again later")
+        super().__init__(message)
         self.index_name = index_name
         self.holder = holder
+        self.waited = waited
 
 
 class NotFoundError(SkillIndexError):

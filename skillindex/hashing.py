@@ -13,7 +13,6 @@ import xxhash
 from skillindex.model import FileStat
 
 CHUNK = 1 << 20
-_INT64 = 1 << 63
 
 
 class SpecialFileError(OSError):
@@ -21,9 +20,8 @@ class SpecialFileError(OSError):
 
 
 def file_stat(st: os.stat_result) -> FileStat:
-    # Some filesystems hand out 64-bit unsigned inode numbers; the store keeps signed 64-bit.
-    inode = st.st_ino - 2 * _INT64 if st.st_ino >= _INT64 else st.st_ino
-    return FileStat(st.st_size, st.st_mtime_ns, inode, st.st_dev)
+    # Unsigned as the kernel gives them; the store's FileId column type keeps all 64 bits.
+    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
 def digest(data: bytes) -> tuple[str, str]:

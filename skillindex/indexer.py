@@ -17,6 +17,7 @@ from skillindex import frontmatter, policy
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
 from skillindex.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
 from skillindex.store import queries
+from skillindex.store.lock import HeldLock
 from skillindex.store.queries import RootWrite
 from skillindex.store.staging import Stage
 
@@ -25,7 +26,7 @@ Progress = Callable[[int, int | None, str], None]  # (skills done, expected or N
 
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
-            progress: Progress | None = None) -> IndexReport:
+            progress: Progress | None = None, lock: HeldLock | None = None) -> IndexReport:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
@@ -44,6 +45,9 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
                     roots=writes, stage=stage, counts=counts,
                     duration_s=time.perf_counter() - clock)
+                if lock is not None:
+                    # After the first write, when SQLite has granted the write lock.
+                    lock.verify(session)
                 session.close()
         finally:
             stage.drop()

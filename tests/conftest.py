@@ -1,16 +1,24 @@
-"""Shared fixtures: real skill trees in tmp_path, real SQLite files, an isolated environment."""
+"""Shared fixtures: real skill trees in tmp_path, real databases on both backends, an isolated
+environment."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
 from skillindex.api import SkillIndex
 from skillindex.config import Environment, RootConfig, Settings
 from skillindex.model import Scope, Validation
+
+if TYPE_CHECKING:
+    from tests.pgserver import PostgresServer
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 def write_skill(root: Path, directory: str, frontmatter: str | None = None, body: str = "# Body\n",
@@ -44,22 +52,95 @@ def root_settings(*roots: Path, validation: Validation = Validation.STRICT,
         for number, root in enumerate(roots)))
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session, started on first use from the server binaries.
+
+    Without the binaries the PostgreSQL cases are skipped, with the reason, except under CI
+    (the CI variable set), where they fail: a green CI run must have run them.
+    """
+    try:
+        from tests import pgserver
+    except ImportError as exc:  # psycopg, from the test extra
+        _no_server(f"cannot import the PostgreSQL driver: {exc}")
+    try:
+        server = pgserver.start_server()
+    except pgserver.ServerUnavailable as exc:
+        _no_server(str(exc))
+    yield server
+    server.stop()
+
+
+def _no_server(reason: str) -> NoReturn:
+    reason = f"no PostgreSQL server for the tests: {reason}"
+    if in_ci():
+        pytest.fail(f"{reason} (CI is set, so these tests may not be skipped)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(params=BACKENDS)
+def db_backend(request: pytest.FixtureRequest) -> str:
+    """The backend a test runs on; a test using `db_url`, `new_db` or `open_index` runs on both.
+
+    A module that must stay on SQLite overrides it: `@pytest.fixture def db_backend() -> str:
+    return "sqlite"`.
+    """
+    return str(request.param)
+
+
+NewDatabase = Callable[[], str]
+
+
+@pytest.fixture
+def new_db(db_backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> NewDatabase:
+    """Makes fresh, empty databases on this test's backend and returns their URLs."""
+    numbers = itertools.count()
+
+    def make() -> str:
+        number = next(numbers)
+        if db_backend == "sqlite":
+            name = "index.sqlite" if number == 0 else f"index-{number}.sqlite"
+            return f"sqlite:///{tmp_path / name}"
+        server: PostgresServer = request.getfixturevalue("pg_server")
+        return server.create_database()
+
+    return make
+
+
+@pytest.fixture
+def db_url(new_db: NewDatabase) -> str:
+    """A fresh, empty database on this test's backend (SQLite file or PostgreSQL database)."""
+    return new_db()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> str:
+    """A fresh, empty PostgreSQL database, for tests about PostgreSQL only."""
+    return pg_server.create_database()
+
+
 OpenIndex = Callable[..., SkillIndex]
 
 
 @pytest.fixture
-def open_index(tmp_path: Path, env: Environment) -> Iterator[OpenIndex]:
+def open_index(db_url: str, env: Environment) -> Iterator[OpenIndex]:
+    """Opens SkillIndexes over explicit roots; by default all share this test's `db_url`."""
     opened: list[SkillIndex] = []
 
-    def factory(*roots: Path, db: Path | None = None, **options: object) -> SkillIndex:
+    def factory(*roots: Path, db: str | None = None, index: str | None = None,
+                **options: object) -> SkillIndex:
         settings = root_settings(*roots, **options)  # type: ignore[arg-type]
-        index = SkillIndex.open(settings, db=str(db or tmp_path / "index.sqlite"), env=env)
-        opened.append(index)
-        return index
+        opened_index = SkillIndex.open(settings, db=db or db_url, env=env, index=index)
+        opened.append(opened_index)
+        return opened_index
 
     yield factory
-    for index in opened:
-        index.close()
+    for each in opened:
+        each.close()
 
 
 def is_root() -> bool:

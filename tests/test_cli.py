@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from skillindex.cli import cli
+from skillindex.store import migrate
 from tests.conftest import write_skill
 
 
@@ -76,9 +77,9 @@ def test_roots(setup: Path) -> None:
 
 def test_db_commands(setup: Path) -> None:
     assert run("db", "current").output.strip() == "(empty database)"
-    assert run("db", "upgrade").output.strip() == "0001"
+    assert run("db", "upgrade").output.strip() == migrate.HEAD
     assert run("db", "downgrade", "base").output.strip() == "(empty database)"
-    assert json.loads(run("--json", "db", "upgrade").output) == {"revision": "0001"}
+    assert json.loads(run("--json", "db", "upgrade").output) == {"revision": migrate.HEAD}
 
 
 def test_bad_settings_are_a_usage_error_without_traceback(setup: Path) -> None:
@@ -93,6 +94,12 @@ def test_a_missing_settings_file_is_a_usage_error(setup: Path) -> None:
     result = run("--config", str(setup / "absent.toml"), "roots")
     assert result.exit_code == 2
     assert "settings file not found" in result.output
+
+
+def test_an_overlong_index_name_is_a_usage_error(setup: Path) -> None:
+    result = run("--index", "x" * 101, "candidates")
+    assert result.exit_code == 2
+    assert "index must be a non-empty name of at most 100 characters" in result.output
 
 
 def test_unknown_command_is_a_usage_error(setup: Path) -> None:

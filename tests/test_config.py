@@ -62,15 +62,25 @@ def test_roots_and_aliases() -> None:
         ({"skills": {"enabled": "yes"}}, "skills.enabled must be true or false"),
         ({"skills": {"ignored_skills": "x"}}, "list of strings"),
         ({"skills": {"collision_policy": "random"}}, "collision_policy must be one of"),
+        ({"index": "x" * 101}, "index must be a non-empty name"),
+        ({"reindex_timeout": -1}, "reindex_timeout must be a number of seconds"),
+        ({"reindex_timeout": "10m"}, "reindex_timeout must be a number of seconds"),
     ],
     ids=["unknown-skill-key", "unknown-table", "unknown-root-key", "root-without-path",
-         "bad-scope", "bad-precedence", "bad-depth", "bad-bool", "bad-list", "bad-policy"],
+         "bad-scope", "bad-precedence", "bad-depth", "bad-bool", "bad-list", "bad-policy",
+         "long-index", "negative-timeout", "text-timeout"],
 )
 def test_bad_settings_name_the_key(document: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_settings(document, source="cfg.toml")
     assert message in str(caught.value)
     assert str(caught.value).startswith("cfg.toml: ")
+
+
+def test_index_and_reindex_timeout_are_top_level_keys() -> None:
+    settings = parse_settings({"index": " team ", "reindex_timeout": 30})
+    assert (settings.index_name, settings.reindex_timeout) == ("team", 30.0)
+    assert Settings().reindex_timeout == 600.0
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path, env: Environment) -> None:

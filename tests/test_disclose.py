@@ -595,6 +595,7 @@ def readme_sql() -> list[str]:
     return [statement.strip() for statement in block.split(";") if statement.strip()]
 
 
+@pytest.mark.parametrize("db_backend", ["sqlite"])  # the statements run through sqlite3 here
 def test_the_readme_audit_questions_answer_correctly(tmp_path: Path,
                                                      open_index: OpenIndex) -> None:
     root = tmp_path / "skills"
@@ -603,7 +604,7 @@ def test_the_readme_audit_questions_answer_correctly(tmp_path: Path,
     write_skill(root, "off", "name: off\ndescription: x\nenabled: false\n")
     (root / "pdf" / "forms.md").write_text("forms\n")
     db = tmp_path / "audit.sqlite"
-    index = open_index(root, db=db)
+    index = open_index(root, db=f"sqlite:///{db}")
     index.reindex()
     body = len(index.read("skill://pdf", reason="summary", session="review-42").data)
     forms = len(index.read("skill://pdf/forms.md", reason="forms", session="review-42").data)

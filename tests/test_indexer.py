@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import create_engine, func, select
+from click.testing import CliRunner
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from skillindex.cli import cli
 from skillindex.model import Status
-from skillindex.store.models import Candidate, IndexRun
+from skillindex.store.engine import make_engine
+from skillindex.store.models import Candidate, IndexRun, LoadEvent
 from tests.conftest import OpenIndex, write_skill
 
 
@@ -132,11 +138,10 @@ def test_roots_of_another_directory_are_kept(tmp_path: Path, open_index: OpenInd
     a, b = tmp_path / "a", tmp_path / "b"
     write_skill(a, "one")
     write_skill(b, "two")
-    db = tmp_path / "shared.sqlite"
-    open_index(a, db=db).reindex()
-    only_b = open_index(b, db=db)
+    open_index(a).reindex()
+    only_b = open_index(b)
     only_b.reindex()
-    both = open_index(a, b, db=db)
+    both = open_index(a, b)
     assert sorted(c.name or "" for c in both.candidates()) == ["one", "two"]
     # a root that disappears loses its candidates when every known root is rescanned
     for path in (a / "one").iterdir():
@@ -149,17 +154,16 @@ def test_roots_of_another_directory_are_kept(tmp_path: Path, open_index: OpenInd
 
 
 def test_a_reader_sees_the_old_index_or_the_new_one_never_a_mix(
-        tmp_path: Path, open_index: OpenIndex) -> None:
+        tmp_path: Path, open_index: OpenIndex, db_url: str) -> None:
     root = tmp_path / "skills"
     make_tree(root, 50)
-    db = tmp_path / "index.sqlite"
-    index = open_index(root, db=db)
+    index = open_index(root)
     index.reindex()
     for number in range(50, 250):
         write_skill(root, f"skill-{number:03d}")
     seen: set[int] = set()
     stop = threading.Event()
-    reader = create_engine(f"sqlite:///{db}")
+    reader = make_engine(db_url)
 
     def watch() -> None:
         with reader.connect() as connection:
@@ -182,3 +186,44 @@ def test_a_reader_sees_the_old_index_or_the_new_one_never_a_mix(
     with Session(index.engine) as session:
         runs = session.scalars(select(IndexRun.seen).order_by(IndexRun.id)).all()
     assert runs == [50, 250]
+
+
+def test_two_indexes_in_one_database_keep_their_own_candidates_and_runs(
+        tmp_path: Path, db_url: str) -> None:
+    shared, extra = tmp_path / "shared", tmp_path / "extra"
+    write_skill(shared, "pdf")
+    write_skill(extra, "docx")
+    configs = {}
+    for name, roots in {"a": [shared], "b": [shared, extra]}.items():
+        configs[name] = tmp_path / f"{name}.toml"
+        configs[name].write_text("[skills]\npresets = false\n" + "".join(
+            f'\n[[roots]]\npath = "{root}"\n' for root in roots))
+
+    def run(name: str, *args: str) -> Any:
+        result = CliRunner().invoke(cli, ["--config", str(configs[name]), "--db", db_url,
+                                          "--index", name, "--json", *args],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    assert run("a", "reindex")["added"] == 1
+    assert run("b", "reindex")["added"] == 2  # the same root, indexed again for b
+    write_skill(shared, "xlsx")
+    assert run("b", "reindex")["added"] == 1
+    assert [c["name"] for c in run("a", "candidates")] == ["pdf"]
+    assert sorted(c["name"] for c in run("b", "candidates")) == ["docx", "pdf", "xlsx"]
+    assert [r["candidates"] for r in run("a", "roots")] == [1]
+    assert [r["candidates"] for r in run("b", "roots")] == [2, 1]
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        runs = session.execute(select(IndexRun.index_name, IndexRun.added)
+                               .order_by(IndexRun.id)).all()
+        assert [tuple(run) for run in runs] == [("a", 1), ("b", 2), ("b", 1)]
+        # the audit trail of every index lives in one append-only table
+        session.execute(insert(LoadEvent), [
+            {"index_name": name, "time": datetime.now(UTC), "event": "skill.read",
+             "skill": "pdf", "level": 2, "outcome": "ok"} for name in ("a", "b")])
+    with engine.connect() as connection:
+        audited = connection.execute(select(LoadEvent.index_name).order_by(LoadEvent.id))
+        assert audited.scalars().all() == ["a", "b"]
+    engine.dispose()

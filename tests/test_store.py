@@ -1,27 +1,38 @@
-"""Migrations, engine settings and database-level guarantees, on real SQLite files."""
+"""Migrations, engine settings and database-level guarantees, on SQLite files and PostgreSQL."""
 
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import insert, inspect, text
+from sqlalchemy import insert, inspect, select, text
 from sqlalchemy.exc import DatabaseError
+from sqlalchemy.orm import Session
 
-from skillindex.store import migrate
+from skillindex.api import SkillIndex
+from skillindex.config import Environment
+from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
-from skillindex.store.models import Base, LoadEvent
+from skillindex.store.models import Base, Candidate, LoadEvent, Resource, Root
+from tests.conftest import OpenIndex, root_settings, write_skill
 
-TABLES = {"index_run", "root", "candidate", "finding", "resource", "scan_issue", "load_event"}
+if TYPE_CHECKING:
+    from tests.pgserver import PostgresServer
+
+TABLES = {"index_run", "root", "candidate", "finding", "resource", "scan_issue", "load_event",
+          "reindex_lock"}
 VIEWS = {"catalog_view", "rejection_view", "load_event_view"}
 
 
-def test_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+def test_upgrade_downgrade_upgrade(db_url: str) -> None:
+    engine = make_engine(db_url)
     migrate.upgrade(engine)
     assert set(inspect(engine).get_table_names()) >= TABLES
     assert set(inspect(engine).get_view_names()) >= VIEWS
@@ -35,8 +46,19 @@ def test_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
     engine.dispose()
 
 
-def test_models_and_migrations_are_in_sync(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+def test_each_revision_downgrades_and_upgrades_again(db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine)
+    migrate.downgrade(engine, "0001")
+    assert "reindex_lock" not in inspect(engine).get_table_names()
+    assert migrate.current(engine) == "0001"
+    migrate.upgrade(engine)
+    assert migrate.current(engine) == migrate.HEAD
+    engine.dispose()
+
+
+def test_models_and_migrations_are_in_sync(db_url: str) -> None:
+    engine = make_engine(db_url)
     migrate.upgrade(engine)
     with engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
@@ -72,10 +94,22 @@ def _event() -> dict[str, object]:
             "outcome": "ok", "reason": "test", "session": "s1", "path": "/x"}
 
 
-@pytest.mark.parametrize("statement", ["UPDATE load_event SET outcome = 'forged'",
-                                       "DELETE FROM load_event"], ids=["update", "delete"])
-def test_load_event_is_append_only_in_the_database(tmp_path: Path, statement: str) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+APPEND_ONLY = {"update": "UPDATE load_event SET outcome = 'forged'",
+               "delete": "DELETE FROM load_event",
+               "delete-one": "DELETE FROM load_event WHERE outcome = 'ok'"}
+
+
+@pytest.mark.parametrize("statement", APPEND_ONLY.values(), ids=APPEND_ONLY.keys())
+def test_load_event_is_append_only_in_the_database(db_url: str, statement: str) -> None:
+    _refused(db_url, statement)
+
+
+def test_postgresql_refuses_truncate_of_load_event(pg_url: str) -> None:
+    _refused(pg_url, "TRUNCATE load_event")
+
+
+def _refused(url: str, statement: str) -> None:
+    engine = make_engine(url)
     migrate.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(insert(LoadEvent), [_event()])
@@ -86,13 +120,83 @@ def test_load_event_is_append_only_in_the_database(tmp_path: Path, statement: st
     engine.dispose()
 
 
-def test_a_database_from_a_newer_skillindex_is_refused(tmp_path: Path) -> None:
+def test_a_database_from_a_newer_skillindex_is_refused(db_url: str) -> None:
     from skillindex.errors import StoreError
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+    engine = make_engine(db_url)
     migrate.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(text("UPDATE alembic_version SET version_num = 'zzzz'"))
     with pytest.raises(StoreError, match="zzzz"):
         migrate.ensure_current(engine)
     engine.dispose()
+
+
+def test_hosts_opening_a_new_database_at_once_migrate_it_once(db_url: str,
+                                                               tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "skillindex", "--db", db_url, "db", "upgrade"]
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=tmp_path) for _ in range(3)]
+    results = [(child.wait(timeout=120), *child.communicate()) for child in children]
+    assert [(code, out.strip(), err) for code, out, err in results] == [
+        (0, migrate.HEAD, "")] * 3
+    engine = make_engine(db_url)
+    assert migrate.current(engine) == migrate.HEAD
+    engine.dispose()
+
+
+@pytest.mark.parametrize("inode", [0, 2**63 - 1, 2**63, 2**64 - 1],
+                         ids=["zero", "2^63-1", "2^63", "2^64-1"])
+def test_inode_and_device_numbers_keep_all_64_bits(db_url: str, inode: int) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine)
+    with Session(engine) as session, session.begin():
+        root_id = session.execute(insert(Root).returning(Root.id), [{
+            "index_name": "default", "path": "/r", "scope": "user", "provider": "p",
+            "precedence": 1, "validation": "strict"}]).scalar_one()
+        candidate_id = session.execute(insert(Candidate).returning(Candidate.id), [{
+            "root_id": root_id, "rel_dir": "s", "dir_name": "s", "dir_path": "/r/s",
+            "skill_path": "/r/s/SKILL.md", "real_path": "/r/s", "status": "accepted",
+            "tree_key": "k", "size": 1, "mtime_ns": 1, "inode": inode, "device": inode,
+            "first_run_id": 1, "changed_run_id": 1}]).scalar_one()
+        session.execute(insert(Resource), [{
+            "candidate_id": candidate_id, "rel_path": "SKILL.md", "kind": "entry", "size": 1,
+            "mtime_ns": 1, "inode": inode, "device": inode, "xxh3": "x", "sha256": "s"}])
+    with Session(engine) as session:
+        known = queries.known_skills(session, "default", ["/r"])["/r"]["s"]
+        stored = queries.manifest(session, known.candidate_id)["SKILL.md"].stat
+        assert (stored.inode, stored.device) == (inode, inode)
+        [listed] = queries.candidates(session, "default", ["/r"])
+        assert listed.id == known.candidate_id
+        assert session.scalars(select(Resource.device)).one() == inode
+    engine.dispose()
+
+
+def test_auditor_views_answer_on_every_backend(tmp_path: Path, open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    write_skill(root, "broken", "name: [oops\n")
+    index = open_index(root)
+    index.reindex()
+    with index.engine.begin() as connection:
+        connection.execute(insert(LoadEvent), [_event()])
+    with index.engine.connect() as connection:
+        catalog = connection.execute(text(
+            "SELECT index_name, name, rank, enabled FROM catalog_view")).all()
+        rejections = connection.execute(text("SELECT name, code FROM rejection_view")).all()
+        events = connection.execute(text(
+            "SELECT skill, level_name, outcome FROM load_event_view")).all()
+    assert [tuple(row) for row in catalog] == [("default", "pdf", 1, True)]
+    assert [tuple(row) for row in rejections] == [("broken", "yaml-invalid")]
+    assert [tuple(row) for row in events] == [("pdf", "body", "ok")]
+
+
+def test_a_database_owner_without_superuser_rights_runs_skillindex(
+        pg_server: PostgresServer, tmp_path: Path, env: Environment) -> None:
+    url = pg_server.create_database(owner="agent")
+    write_skill(tmp_path / "skills", "pdf")
+    with SkillIndex.open(root_settings(tmp_path / "skills"), db=url, env=env) as index:
+        assert index.reindex(wait=False).added == 1
+        with index.engine.connect() as connection:
+            assert connection.execute(text("SELECT rolsuper FROM pg_roles "
+                                           "WHERE rolname = current_user")).scalar() is False

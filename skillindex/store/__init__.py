@@ -1,1 +1,2 @@
-"""The SQL store: models, engine set-up, migrations and every query skillindex runs."""
+"""The SQL store: models, engine set-up, migrations, the reindex lock and every query skillindex
+runs."""

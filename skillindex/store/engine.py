@@ -1,4 +1,5 @@
-"""Creates engines: SQLite in WAL mode with a busy timeout and foreign keys, private files."""
+"""Creates engines: SQLite in WAL mode with a busy timeout and foreign keys, private files;
+PostgreSQL through psycopg."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from sqlalchemy.exc import ArgumentError
 from skillindex.errors import ConfigError
 
 BUSY_TIMEOUT_MS = 15_000
+# Execution option: on SQLite, `connection.execution_options(**IMMEDIATE)` makes the next
+# transaction take the write lock at BEGIN, so a read-then-write transaction cannot lose a race
+# to another writer half way (SQLite would fail it at once instead of waiting). Ignored elsewhere.
+IMMEDIATE = {"sqlite_begin": "IMMEDIATE"}
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -39,6 +44,9 @@ def make_engine(url: str) -> Engine:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise ConfigError(f"not a database URL: {url!r}") from exc
+    if parsed.drivername == "postgresql":
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; skillindex depends on psycopg 3.
+        parsed = parsed.set(drivername="postgresql+psycopg")
     path = sqlite_path(url)
     if path is not None:
         try:
@@ -47,11 +55,20 @@ def make_engine(url: str) -> Engine:
             raise ConfigError(f"cannot create the database {path}: {exc.strerror}") from exc
     try:
         if parsed.get_backend_name() == "sqlite":
-            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+            engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
             _configure_sqlite(engine)
+        elif parsed.get_backend_name() == "postgresql":
+            # The application name tells a DBA which sessions (and advisory locks) are ours.
+            engine = create_engine(parsed, pool_pre_ping=True,
+                                   connect_args={"application_name": "skillindex"})
         else:
-            engine = create_engine(url, pool_pre_ping=True)
-    except (ArgumentError, ImportError) as exc:
+            engine = create_engine(parsed, pool_pre_ping=True)
+    except ImportError as exc:
+        hint = (" (install it with: pip install 'skillindex[postgresql]')"
+                if parsed.get_backend_name() == "postgresql" else "")
+        raise ConfigError(f"cannot use database URL {parsed.render_as_string()!r}: "
+                          f"{exc}{hint}") from exc
+    except ArgumentError as exc:
         raise ConfigError(f"cannot use database URL {parsed.render_as_string()!r}: {exc}") from exc
     return engine
 
@@ -70,4 +87,5 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        mode = connection.get_execution_options().get("sqlite_begin")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from skillindex.errors import StoreError
+from skillindex.store.engine import IMMEDIATE
 from skillindex.store.revision import HEAD
 
 __all__ = ["HEAD", "current", "downgrade", "ensure_current", "upgrade"]
+# PostgreSQL advisory lock key that serializes migrations of one database ("skillmig" in ASCII).
+MIGRATION_LOCK_KEY = int.from_bytes(b"skillmig", "big")
 
 
 def script_location() -> str:
@@ -37,11 +42,26 @@ def current(engine: Engine) -> str | None:
         raise StoreError(f"cannot read the database: {exc.__class__.__name__}: {exc}") from exc
 
 
+@contextmanager
+def _migrating(engine: Engine) -> Iterator[Connection]:
+    """One transaction that no other migration of this database runs beside.
+
+    Many agent hosts may open a new shared database at the same moment; each would find it
+    unmigrated. The second waits here, then Alembic reads the version the first one wrote.
+    """
+    with engine.connect() as connection:
+        connection.execution_options(**IMMEDIATE)
+        with connection.begin():
+            if connection.dialect.name == "postgresql":
+                connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
+            yield connection
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command  # noqa: PLC0415
 
     try:
-        with engine.begin() as connection:
+        with _migrating(engine) as connection:
             command.upgrade(_config(connection), revision)
     except SQLAlchemyError as exc:
         raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc
@@ -51,7 +71,7 @@ def downgrade(engine: Engine, revision: str) -> None:
     from alembic import command  # noqa: PLC0415
 
     try:
-        with engine.begin() as connection:
+        with _migrating(engine) as connection:
             command.downgrade(_config(connection), revision)
     except SQLAlchemyError as exc:
         raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc

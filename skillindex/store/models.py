@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -15,8 +16,10 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -30,6 +33,29 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class FileId(TypeDecorator[int]):
+    """An unsigned 64-bit inode or device number kept in a signed BIGINT column.
+
+    Neither SQLite nor PostgreSQL has an unsigned 64-bit integer, and some file systems hand out
+    inode numbers of 2^63 and above; those are stored as their two's-complement (negative) value
+    and come back unchanged, so a SQL reader sees them negative.
+    """
+
+    impl = BigInteger
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        number = int(value)
+        return number - 2**64 if number >= 2**63 else number
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        return int(value) + 2**64 if value < 0 else int(value)
 
 
 class IndexRun(Base):
@@ -99,8 +125,8 @@ class Candidate(Base):
     tree_key: Mapped[str] = mapped_column(String(32))
     size: Mapped[int | None] = mapped_column(BigInteger)
     mtime_ns: Mapped[int | None] = mapped_column(BigInteger)
-    inode: Mapped[int | None] = mapped_column(BigInteger)
-    device: Mapped[int | None] = mapped_column(BigInteger)
+    inode: Mapped[int | None] = mapped_column(FileId)
+    device: Mapped[int | None] = mapped_column(FileId)
     xxh3: Mapped[str | None] = mapped_column(String(32))
     sha256: Mapped[str | None] = mapped_column(String(64))
     first_run_id: Mapped[int] = mapped_column(Integer)
@@ -133,8 +159,8 @@ class Resource(Base):
     kind: Mapped[str] = mapped_column(String(20))
     size: Mapped[int] = mapped_column(BigInteger)
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
-    inode: Mapped[int] = mapped_column(BigInteger)
-    device: Mapped[int] = mapped_column(BigInteger)
+    inode: Mapped[int] = mapped_column(FileId)
+    device: Mapped[int] = mapped_column(FileId)
     xxh3: Mapped[str] = mapped_column(String(32))
     sha256: Mapped[str] = mapped_column(String(64))
 
@@ -185,3 +211,23 @@ class LoadEvent(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     session: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
+
+
+class ReindexLock(Base):
+    """Who is reindexing an index now; the lock itself on SQLite, a notice beside PostgreSQL's.
+
+    On SQLite the row is the lock: taken in a write transaction, refreshed while the reindex runs
+    and deleted at its end; a row whose holder died on this host, or whose lease expired, is stale.
+    On PostgreSQL an advisory lock excludes the other reindexes and the row only names the holder.
+    """
+
+    __tablename__ = "reindex_lock"
+
+    index_name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    token: Mapped[str] = mapped_column(String(32))
+    holder: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

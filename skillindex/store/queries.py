@@ -197,15 +197,20 @@ def root_states(session: Session, index_name: str,
     stored = {root.path: root for root in session.scalars(
         select(Root).where(Root.index_name == index_name))}
     totals = dict(session.execute(
-        select(Candidate.root_id, func.count()).group_by(Candidate.root_id)
+        select(Candidate.root_id, func.count())
+        .join(Root, Root.id == Candidate.root_id).where(Root.index_name == index_name)
+        .group_by(Candidate.root_id)
     ).all())
     rejected = dict(session.execute(
-        select(Candidate.root_id, func.count()).where(Candidate.status == "rejected")
+        select(Candidate.root_id, func.count())
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == index_name, Candidate.status == model.Status.REJECTED.value)
         .group_by(Candidate.root_id)
     ).all())
     problems: dict[int, list[model.ScanProblem]] = defaultdict(list)
     for root_id, path, code, message in session.execute(
         select(ScanIssue.root_id, ScanIssue.path, ScanIssue.code, ScanIssue.message)
+        .join(Root, Root.id == ScanIssue.root_id).where(Root.index_name == index_name)
         .order_by(ScanIssue.id)
     ):
         problems[root_id].append(model.ScanProblem(Path(), Path(path), code, message))
