@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any, Literal
 
 Format = Literal["xml", "markdown", "json"]
@@ -81,22 +82,28 @@ class Catalog:
                 "omitted": [o.as_dict() for o in self.omitted]}
 
     def to_cache(self) -> str:
-        """A compact JSON form: the omitted names once each, their reasons by number."""
-        reasons = sorted(set(self.omitted_reasons))
-        number = {reason: index for index, reason in enumerate(reasons)}
+        """A compact JSON form, quick to load however many skills were left out: the omitted
+        names as one newline-separated string (a skill name holds no control character), their
+        reasons as runs of (reason, count)."""
+        runs: list[list[Any]] = []
+        for reason in self.omitted_reasons:
+            if runs and runs[-1][0] == reason:
+                runs[-1][1] += 1
+            else:
+                runs.append([reason, 1])
         return json.dumps({
             "text": self.text, "format": self.format, "max_chars": self.max_chars,
-            "entries": [e.as_dict() for e in self.entries], "reasons": reasons,
-            "omitted": self.omitted_names,
-            "omitted_reason": [number[reason] for reason in self.omitted_reasons]})
+            "entries": [e.as_dict() for e in self.entries],
+            "omitted": "\n".join(self.omitted_names), "omitted_reasons": runs})
 
     @classmethod
     def from_cache(cls, payload: str) -> Catalog:
         data: dict[str, Any] = json.loads(payload)
-        reasons = data["reasons"]
+        names = tuple(data["omitted"].split("\n")) if data["omitted"] else ()
+        reasons = tuple(chain.from_iterable(repeat(reason, count)
+                                            for reason, count in data["omitted_reasons"]))
         return cls(data["text"], data["format"], data["max_chars"],
-                   tuple(CatalogEntry(**entry) for entry in data["entries"]),
-                   tuple(data["omitted"]), tuple(reasons[n] for n in data["omitted_reason"]))
+                   tuple(CatalogEntry(**entry) for entry in data["entries"]), names, reasons)
 
 
 def budget(max_chars: int | None = None, context_window: int | None = None) -> int:

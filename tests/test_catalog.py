@@ -17,12 +17,14 @@ from skillindex.catalog import (
     ELLIPSIS,
     FORMATS,
     MIN_DESCRIPTION,
+    Catalog,
     CatalogEntry,
     CatalogItem,
     Format,
     _Renderer,
     budget,
     build,
+    empty,
 )
 from skillindex.config import Environment
 from skillindex.errors import ConfigError
@@ -315,3 +317,12 @@ def test_the_cache_keeps_a_bounded_number_of_catalogs(
         assert session.execute(select(func.count()).select_from(CatalogCache)).scalar_one() \
             == CACHED_CATALOGS
     assert index.catalog(max_chars=100 + CACHED_CATALOGS + 9).max_chars == 100 + CACHED_CATALOGS + 9
+
+
+@pytest.mark.parametrize("limit", [0, 60, 200, 10**6], ids=["nothing", "names", "some", "all"])
+def test_a_cached_catalog_is_the_same_catalog(limit: int) -> None:
+    items = [*ITEMS, CatalogItem("kit:tool", "A plugin's tool.", "/p/SKILL.md")]
+    catalog = build(items, max_chars=limit, fmt="xml")
+    assert Catalog.from_cache(catalog.to_cache()) == catalog
+    empty_one = empty(items, max_chars=limit, fmt="xml", reason="no read tool")
+    assert Catalog.from_cache(empty_one.to_cache()) == empty_one
