@@ -88,6 +88,7 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
                     counts["changed"] += 1
                     write.removed.append(previous)
                 stage.add(str(spec.path), row, previous, findings, resources)
+                write.staged += 1
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
         gone = [skill.candidate_id for rel, skill in root_known.items() if rel not in seen]

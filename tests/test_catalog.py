@@ -326,3 +326,24 @@ def test_a_cached_catalog_is_the_same_catalog(limit: int) -> None:
     assert Catalog.from_cache(catalog.to_cache()) == catalog
     empty_one = empty(items, max_chars=limit, fmt="xml", reason="no read tool")
     assert Catalog.from_cache(empty_one.to_cache()) == empty_one
+
+
+def test_an_unchanged_reindex_keeps_the_cached_catalog(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    from sqlalchemy import func, select
+    from sqlalchemy.orm import Session
+
+    from skillindex.store.models import CatalogCache
+
+    def cached() -> int:
+        with Session(index.engine) as session:
+            return session.execute(select(func.count()).select_from(CatalogCache)).scalar_one()
+
+    index, root = _index_with_skills(tmp_path, open_index)
+    index.catalog()
+    assert index.reindex().unchanged == 3
+    assert cached() == 1  # a scheduled reindex that finds nothing keeps the cache
+    write_skill(root, "skill-new")
+    index.reindex()
+    assert cached() == 0
+    assert "skill-new" in index.catalog().text

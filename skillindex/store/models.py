@@ -98,6 +98,7 @@ class Root(Base):
     validation: Mapped[str] = mapped_column(String(20))
     name_prefix: Mapped[str] = mapped_column(String(200), default="")
     present: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The last run that changed this root's candidates (not merely the last that scanned it).
     last_run_id: Mapped[int | None] = mapped_column(Integer)
 
 

@@ -39,6 +39,11 @@ class RootWrite:
     present: bool
     problems: Sequence[model.ScanProblem]
     removed: list[int] = field(default_factory=list)  # candidate ids that disappeared or changed
+    staged: int = 0  # candidates of this root staged as new or changed
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.staged)
 
 
 def known_skills(session: Session, index_name: str,
@@ -114,7 +119,11 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                   "precedence": spec.precedence, "position": spec.position,
                   "max_depth": spec.max_depth, "require_description": spec.require_description,
                   "validation": spec.validation.value, "name_prefix": spec.name_prefix,
-                  "present": write.present, "last_run_id": run_id}
+                  "present": write.present}
+        # last_run_id names the last run that changed the root's candidates: a cached catalog
+        # depends on it, so a reindex that finds nothing new keeps the cache valid.
+        if write.changed or str(spec.path) not in existing:
+            values["last_run_id"] = run_id
         path = str(spec.path)
         if path in existing:
             session.execute(update(Root).where(Root.id == existing[path]).values(**values))
@@ -131,7 +140,8 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     if issues:
         session.execute(insert(SCAN_ISSUE), issues)
     stage.prepare()
-    session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
+    if any(write.changed for write in roots):
+        session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
     removed = [cid for write in roots for cid in write.removed]
     for chunk in _chunks(removed, 20_000):
         session.execute(delete(Candidate).where(Candidate.id.in_(chunk)))
