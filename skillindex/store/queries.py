@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select, update
+from sqlalchemy import Executable, bindparam, case, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from skillindex import model
@@ -149,6 +150,31 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     return int(run_id)
 
 
+@functools.cache
+def _candidates_query(by_paths: bool, status: str | None, by_names: bool) -> Executable:
+    # One statement per shape, built once: reads run this for every request.
+    query: Any = (
+        select(Candidate.id, Candidate.name, Candidate.description, Candidate.skill_path,
+               Candidate.dir_path, Candidate.real_path, Candidate.status, Candidate.enabled,
+               Root.path, Root.scope, Root.provider, Root.precedence, Root.position)
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == bindparam("index_name"))
+    )
+    if by_paths:
+        query = query.where(Root.path.in_(bindparam("paths", expanding=True)))
+    if status is not None:
+        query = query.where(Candidate.status == status)
+    if by_names:
+        query = query.where(Candidate.name.in_(bindparam("names", expanding=True)))
+    built: Executable = query
+    return built
+
+
+_FINDINGS_OF = (
+    select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
+    .where(Finding.candidate_id.in_(bindparam("ids", expanding=True))).order_by(Finding.id))
+
+
 def candidates(session: Session, index_name: str, paths: Sequence[str] | None = None, *,
                status: model.Status | None = None, names: Sequence[str] | None = None,
                all_findings: bool = True) -> list[model.Candidate]:
@@ -157,28 +183,15 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
     With `all_findings=False` only rejected candidates carry their findings: enough to resolve
     names and explain rejections, and much less to load for a large index.
     """
-    query = (
-        select(Candidate.id, Candidate.name, Candidate.description, Candidate.skill_path,
-               Candidate.dir_path, Candidate.real_path, Candidate.status, Candidate.enabled,
-               Root.path, Root.scope, Root.provider, Root.precedence, Root.position)
-        .join(Root, Root.id == Candidate.root_id)
-        .where(Root.index_name == index_name)
-    )
-    if paths is not None:
-        query = query.where(Root.path.in_(list(paths)))
-    if status is not None:
-        query = query.where(Candidate.status == status.value)
-    if names is not None:
-        query = query.where(Candidate.name.in_(list(names)))
-    rows = session.execute(query).all()
+    query = _candidates_query(paths is not None, None if status is None else status.value,
+                              names is not None)
+    rows = session.execute(query, {"index_name": index_name, "paths": list(paths or ()),
+                                   "names": list(names or ())}).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
     rejected = model.Status.REJECTED.value
     wanted = [row[0] for row in rows if all_findings or row[6] == rejected]
     for chunk in _chunks(wanted, 20_000):
-        for cid, code, severity, message in session.execute(
-            select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
-            .where(Finding.candidate_id.in_(chunk)).order_by(Finding.id)
-        ):
+        for cid, code, severity, message in session.execute(_FINDINGS_OF, {"ids": chunk}):
             findings[cid].append(model.Finding(code, model.Severity(severity), message))
     # Parsing a path is the costliest step here: one Path per root, and per candidate only
     # what cannot be derived from its SKILL.md path.
@@ -266,12 +279,17 @@ def store_catalog(session: Session, index_name: str, key: str, payload: str) -> 
                                                    CatalogCache.id <= new_id - CACHED_CATALOGS))
 
 
+# Built once: on the read path, building a statement costs more than running it.
+_MANIFEST_FILE = (
+    select(Resource.rel_path, Resource.size, Resource.xxh3, Resource.sha256)
+    .where(Resource.candidate_id == bindparam("candidate_id"),
+           Resource.rel_path == bindparam("rel_path")))
+
+
 def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.ManifestFile | None:
     """The manifest row a read of `rel_path` is checked against; None when it was not indexed."""
     row = session.execute(
-        select(Resource.rel_path, Resource.size, Resource.xxh3, Resource.sha256)
-        .where(Resource.candidate_id == candidate_id, Resource.rel_path == rel_path)
-    ).one_or_none()
+        _MANIFEST_FILE, {"candidate_id": candidate_id, "rel_path": rel_path}).one_or_none()
     return None if row is None else model.ManifestFile(*row)
 
 
@@ -289,10 +307,13 @@ def manifest_files(session: Session,
     return found
 
 
+_APPEND_EVENT = insert(LOAD_EVENT).returning(LOAD_EVENT.c.id)
+
+
 def append_event(session: Session, index_name: str, event: model.AuditEvent) -> int:
     """Add one audit row; the table takes inserts only."""
     return int(session.execute(
-        insert(LOAD_EVENT).returning(LOAD_EVENT.c.id),
+        _APPEND_EVENT,
         [{"index_name": index_name, "time": event.time, "event": event.event,
           "skill": event.skill, "resource": event.resource, "level": event.level,
           "bytes": event.bytes, "digest": event.digest, "outcome": event.outcome,
