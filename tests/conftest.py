@@ -145,3 +145,16 @@ def open_index(db_url: str, env: Environment) -> Iterator[OpenIndex]:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def isolate_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """A settings file naming `root` alone, a home of its own and a SQLite file, for the CLI."""
+    home = tmp_path / "home"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
+                      'precedence = 10\n')
+    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
+                        "XDG_DATA_HOME": home / ".data", "SKILLINDEX_CONFIG": config,
+                        "SKILLINDEX_DB": tmp_path / "cli.sqlite"}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.chdir(tmp_path)

@@ -11,24 +11,16 @@ from click.testing import CliRunner, Result
 
 from skillindex.cli import cli
 from skillindex.store import migrate
-from tests.conftest import write_skill
+from tests.conftest import isolate_cli, write_skill
 
 
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home with one good and one broken skill and a settings file naming the root."""
-    home = tmp_path / "home"
     root = tmp_path / "skills"
     write_skill(root, "pdf", description="Read PDFs.")
     write_skill(root, "broken", "name: [oops\n")
-    config = tmp_path / "config.toml"
-    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
-                      'precedence = 10\n')
-    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
-                        "XDG_DATA_HOME": home / ".data", "SKILLINDEX_CONFIG": config,
-                        "SKILLINDEX_DB": tmp_path / "cli.sqlite"}.items():
-        monkeypatch.setenv(name, str(value))
-    monkeypatch.chdir(tmp_path)
+    isolate_cli(tmp_path, monkeypatch, root)
     return tmp_path
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from skillindex.cli import cli
-from tests.conftest import write_skill
+from tests.conftest import isolate_cli, write_skill
 
 BODY = "\n# PDF\n\nUse it.\n"
 
@@ -18,20 +18,12 @@ BODY = "\n# PDF\n\nUse it.\n"
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A settings file naming one root with one indexed skill, and an isolated home."""
-    home = tmp_path / "home"
     root = tmp_path / "skills"
     skill = write_skill(root, "pdf", body=BODY, description="Read PDFs.")
     (skill / "references").mkdir()
     (skill / "references" / "guide.md").write_text("guide\n")
     (tmp_path / "outside.txt").write_text("secret\n")
-    config = tmp_path / "config.toml"
-    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
-                      'precedence = 10\n')
-    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
-                        "XDG_DATA_HOME": home / ".data", "SKILLINDEX_CONFIG": config,
-                        "SKILLINDEX_DB": tmp_path / "cli.sqlite"}.items():
-        monkeypatch.setenv(name, str(value))
-    monkeypatch.chdir(tmp_path)
+    isolate_cli(tmp_path, monkeypatch, root)
     assert run("reindex").exit_code == 0
     return tmp_path
 
