@@ -147,7 +147,8 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
         _print_json(report.as_dict())
         return
     click.echo(
-        f"indexed {report.seen} skills in {report.roots} roots: {report.added} added, "
+        f"indexed {_count(report.seen, 'skill')} in {_count(report.roots, 'root')}: "
+        f"{report.added} added, "
         f"{report.changed} changed, {report.unchanged} unchanged, {report.removed} removed, "
         f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
     for problem in report.problems:
@@ -155,8 +156,14 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
     if report.seen == 0:
         click.echo("no skills found; put skills in ~/.claude/skills/<name>/SKILL.md, or list "
                    "roots in the settings file (see `skillindex roots`)")
-    elif report.rejected:
-        click.echo("see `skillindex rejections` for why skills were rejected")
+    else:
+        click.echo("`skillindex list` shows the skills in the catalog"
+                   + (", `skillindex rejections` why some were rejected" if report.rejected
+                      else ""))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -31,7 +31,8 @@ def run(*args: str) -> Result:
 def test_reindex_prints_a_summary(setup: Path) -> None:
     result = run("reindex")
     assert result.exit_code == 0, result.output
-    assert "indexed 2 skills in 1 roots: 2 added" in result.output
+    assert "indexed 2 skills in 1 root: 2 added" in result.output
+    assert "`skillindex rejections` why some were rejected" in result.output
     assert "1 rejected" in result.output
 
 
