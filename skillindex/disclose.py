@@ -170,9 +170,21 @@ def contain(real_dir: Path, rel_path: str, *, skill: str) -> str:
     return target
 
 
+def _opened_path(fd: int) -> str | None:
+    """Where an open descriptor really points (Linux /proc); None where that cannot be asked."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_path: str,
-                  max_bytes: int | None, attempt: Attempt) -> bytes:
-    """Read the file once and return its bytes only if they are the bytes that were indexed."""
+                  max_bytes: int | None, attempt: Attempt, within: str) -> bytes:
+    """Read the file once and return its bytes only if they are the bytes that were indexed.
+
+    `within` is the skill's real directory: the file actually opened must lie inside it, which
+    closes the window between resolving the path and opening it (a directory swapped for a
+    symlink in between)."""
     attempt.path = path
     try:
         # The path is already resolved: a final symlink now means it was swapped in since.
@@ -191,6 +203,11 @@ def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_p
                                    skill=skill, path=rel_path) from None
         raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
                             f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
+    opened = _opened_path(fd)
+    if opened is not None and not _inside(opened, within):
+        os.close(fd)
+        raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: the file opened lies "
+                               f"outside the skill ({opened})", skill=skill, path=rel_path)
     with os.fdopen(fd, "rb", buffering=0) as handle:
         if expected is None:
             raise UnindexedFileError(f"{rel_path!r} of skill {skill} is not in the index (added "
@@ -248,7 +265,7 @@ def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFi
     """Level 2 (the body of SKILL.md) or level 3 (one file), verified against the manifest."""
     path = contain(candidate.real_path, ref.file, skill=ref.name)
     data = read_verified(path, expected, skill=ref.name, rel_path=ref.file, max_bytes=max_bytes,
-                         attempt=attempt)
+                         attempt=attempt, within=os.path.normpath(candidate.real_path))
     digest = attempt.digest or ""
     if ref.resource is None:
         text: str | None = _body(data, skill=ref.name)
@@ -272,6 +289,7 @@ def skill_command(candidate: Candidate, expected: ManifestFile | None, args: str
     name = candidate.name or candidate.directory.name
     path = contain(candidate.real_path, ENTRY, skill=name)
     data = read_verified(path, expected, skill=name, rel_path=ENTRY, max_bytes=None,
+                         within=os.path.normpath(candidate.real_path),
                          attempt=attempt)
     body = _body(data, skill=name).strip()
     attempt.bytes = len(body.encode("utf-8"))

@@ -621,3 +621,29 @@ def test_the_readme_audit_questions_answer_correctly(tmp_path: Path,
             ("review-42", "skill.read", "never-indexed", None, "not-found", "typo"),
             ("review-42", "resource.read", "pdf", "../docx/SKILL.md", "refused", "sneaky"),
         ]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see an open file")
+def test_a_file_opened_outside_the_skill_is_refused_even_after_the_path_check(
+        tmp_path: Path) -> None:
+    # What a lost race looks like: the path was checked, then a directory on it was swapped, so
+    # the file actually opened lies elsewhere. The guard looks at what was opened, not the path.
+    from skillindex.disclose import Attempt, read_verified
+    from skillindex.model import ManifestFile
+
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    outside = tmp_path / "outside" / "secret.md"
+    outside.parent.mkdir()
+    outside.write_bytes(b"secret\n")
+    # Right size and sha256, wrong xxh3: a file that passes the guard still meets the hash check.
+    expected = ManifestFile("secret.md", 7, "0" * 32, hashlib.sha256(b"secret\n").hexdigest())
+    attempt = Attempt("resource.read", Level.RESOURCE, skill="s")
+    with pytest.raises(PathRefusedError, match="outside the skill"):
+        read_verified(str(outside), expected, skill="s", rel_path="secret.md", max_bytes=None,
+                      attempt=attempt, within=str(skill))
+    inside = skill / "ok.md"
+    inside.write_bytes(b"secret\n")
+    with pytest.raises(ModifiedFileError):  # inside: the guard passes, the hash check decides
+        read_verified(str(inside), expected, skill="s", rel_path="ok.md", max_bytes=None,
+                      attempt=attempt, within=str(skill))
