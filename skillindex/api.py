@@ -370,6 +370,16 @@ def _since(value: datetime | str | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def context_files(config: Settings | str | Path | None = None, *,
+                  cwd: str | Path | None = None,
+                  env: Environment | None = None) -> tuple[tuple[str, ...], list[ContextFile]]:
+    """The names looked for (`context_files`) and the files found in a directory and its
+    ancestors: settings only, no database."""
+    env = _environment(env, cwd)
+    settings = config if isinstance(config, Settings) else load_settings(config, env)
+    return settings.context_files, find_context_files(context_dirs(env), settings.context_files)
+
+
 def migrate_database(action: str, revision: str | None = None, *, db: str | None = None,
                      cwd: str | Path | None = None, env: Environment | None = None) -> str | None:
     """`upgrade` (to `revision`, default head), `downgrade` (to `revision`) or `current`."""

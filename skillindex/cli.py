@@ -298,10 +298,10 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.pass_context
 def context(ctx: click.Context, as_json: bool) -> None:
     """Standalone context files (`context_files`, e.g. XCSH.md) in this directory and above."""
+    from skillindex.api import context_files  # noqa: PLC0415
+
     options = _options(ctx, as_json)
-    with options.open() as index:
-        found = index.context_files()
-        names = index.settings.context_files
+    names, found = context_files(options.config, cwd=options.cwd)
     if options.json:
         _print_json([item.as_dict() for item in found])
     elif not found:

@@ -145,3 +145,10 @@ def test_catalog_reports_shortening_on_stderr(setup: Path) -> None:
     assert both.exit_code == 2
     window = json.loads(run("catalog", "--json", "--context-window", "1000").stdout)
     assert window["max_chars"] == 80
+
+
+def test_context_needs_no_database(setup: Path) -> None:
+    (setup / "XCSH.md").write_text("be brief\n")
+    result = run("context", "--json")
+    assert [item["name"] for item in json.loads(result.stdout)] == ["XCSH.md"]
+    assert not (setup / "cli.sqlite").exists()
