@@ -92,6 +92,13 @@ def resource_kind(rel_path: str) -> ResourceKind:
 _by_name = operator.attrgetter("name")
 
 
+def _entries(path: str) -> list[os.DirEntry[str]]:
+    # Inside a skill the order does not matter (its key sorts what it digests); sorting every
+    # directory would cost more than listing it.
+    with os.scandir(path) as iterator:
+        return list(iterator)
+
+
 def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
     with os.scandir(path) as iterator:
         entries = list(iterator)
@@ -153,7 +160,7 @@ class _RootWalk:
                              "not followed")
                 continue
             try:
-                children = _sorted_entries(entry.path)
+                children = _entries(entry.path)
             except OSError as exc:
                 code = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
                 self.problem(entry.path, code, f"cannot list directory: {exc.strerror}")
@@ -163,6 +170,7 @@ class _RootWalk:
                 yield scan_skill(child_rel, entry.path, child_real, children,
                                  self.known.get(child_rel), self.rules_key, self.lookup)
             elif depth < self.spec.max_depth:
+                children.sort(key=_by_name)  # groups are walked in a deterministic order
                 yield from self.directory(children, f"{child_rel}/", child_real, depth + 1,
                                           [*ancestors, child_real])
 
@@ -182,8 +190,8 @@ class _Listing:
         entry = self.entry_stat
         parts = [rules_key, "" if entry is None else _stat_text(ENTRY, entry),
                  "" if self.entry_problem is None else self.entry_problem.message]
-        parts.extend(_stat_text(rel, st) for rel, _path, st in self.files)
-        parts.extend(finding.message for finding in self.findings)
+        parts.extend(sorted(_stat_text(rel, st) for rel, _path, st in self.files))
+        parts.extend(sorted(finding.message for finding in self.findings))
         return xxhash.xxh3_128_hexdigest("\n".join(parts).encode("utf-8", "surrogateescape"))
 
 
@@ -250,7 +258,7 @@ def _descend(listing: _Listing, stack: list[tuple[str, str, list[os.DirEntry[str
         return
     visited.add(real)
     try:
-        stack.append((f"{rel_path}/", real, _sorted_entries(real)))
+        stack.append((f"{rel_path}/", real, _entries(real)))
     except OSError as exc:
         listing.findings.append(_warn(
             "unreadable", f"{rel_path}/: cannot list directory: {exc.strerror}"))

@@ -60,10 +60,13 @@ class Stage:
         self.tables = (self.candidates, self.findings, self.resources)
         self._rows: tuple[list[dict[str, Any]], ...] = ([], [], [])
         self.count = 0
-        with connection.begin():
-            for table in self.tables:
-                table.drop(connection, checkfirst=True)
-                table.create(connection)
+        self._created = False  # a reindex that finds nothing new never creates the tables
+
+    def _create(self) -> None:
+        for table in self.tables:
+            table.drop(self.connection, checkfirst=True)
+            table.create(self.connection)
+        self._created = True
 
     def add(self, root_path: str, row: dict[str, Any], previous_id: int | None,
             findings: list[dict[str, Any]], resources: list[dict[str, Any]]) -> None:
@@ -80,6 +83,10 @@ class Stage:
                 self._write_buffered()
 
     def _write_buffered(self) -> None:
+        if not self._rows[0]:
+            return
+        if not self._created:
+            self._create()
         for table, rows in zip(self.tables, self._rows, strict=True):
             if rows:
                 self.connection.execute(sql_insert(table), rows)
@@ -89,6 +96,8 @@ class Stage:
         """In the write transaction, before the replaced rows are deleted: stage what is left
         and carry over the first run of every candidate that is replaced."""
         self._write_buffered()
+        if not self._created:
+            return
         staged = self.candidates
         self.connection.execute(
             update(staged).where(staged.c.previous_id.is_not(None)).values(
@@ -97,6 +106,8 @@ class Stage:
 
     def move(self, index_name: str, run_id: int) -> None:
         """In the write transaction, after the deletes: one INSERT ... SELECT per table."""
+        if not self._created:
+            return
         staged = self.candidates
         root = ROOT.alias("staged_root")
         with_root = staged.join(root, and_(root.c.index_name == index_name,
@@ -116,6 +127,8 @@ class Stage:
                 .select_from(table.join(with_candidate, table.c.seq == staged.c.seq))))
 
     def drop(self) -> None:
+        if not self._created:
+            return
         with self.connection.begin():
             for table in reversed(self.tables):
                 table.drop(self.connection, checkfirst=True)
