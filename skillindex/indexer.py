@@ -152,7 +152,19 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(map(str, value))
+    return str(value)  # dates, times and other YAML scalars JSON has no type for
+
+
 def _to_json(fields: dict[str, Any]) -> str:
+    # Most frontmatter is JSON already: let the C encoder try first, and rewrite the value only
+    # when it must (keys that are not strings, or that cannot be sorted together).
+    try:
+        return json.dumps(fields, ensure_ascii=False, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError):
+        pass
     try:
         return json.dumps(_plain(fields), ensure_ascii=False, sort_keys=True)
     except (RecursionError, ValueError):
