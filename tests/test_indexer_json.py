@@ -23,4 +23,4 @@ from skillindex.indexer import _to_json
     ids=["plain", "date", "set", "mixed-keys", "nested-datetime"])
 def test_frontmatter_is_stored_as_readable_json(fields: dict[str, object],
                                                 expected: dict[str, object]) -> None:
-    assert json.loads(_to_json(fields)) == expected  # type: ignore[arg-type]
+    assert json.loads(_to_json(fields)) == expected
