@@ -96,6 +96,12 @@ def floor_b(roots: list[Path]) -> int:
     return parsed
 
 
+def timed(function: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
 def median_time(function: Callable[[], object], repeat: int,
                 before: Callable[[], object] | None = None) -> float:
     times = []
@@ -153,9 +159,6 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
     config = settings_file(base, roots)
     cwd = base
     results: dict[str, Any] = {"skills": count, "files": count * 4, "generate_s": generated}
-    results["floor_a_s"] = median_time(lambda: floor_a(roots), repeat)
-    results["floor_b_s"] = median_time(lambda: floor_b(roots), repeat)
-
     fresh: list[Any] = []
 
     def open_empty() -> None:
@@ -165,14 +168,24 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
         fresh[:] = [SkillIndex.open(config, db=str(base / f"cold-{len(os.listdir(base))}.sqlite"),
                                     cwd=cwd)]
 
-    # The lambda looks the index up at each call: open_empty replaces it before every run.
-    results["cold_s"] = median_time(lambda: fresh[0].reindex(), repeat,  # noqa: PLW0108
-                                    before=open_empty)
+    # Each figure is timed in turn with its floor, so that a busy neighbour on a shared machine
+    # slows both sides of a ratio alike rather than one of them.
+    cold, floor_b_times = [], []
+    for _ in range(repeat):
+        open_empty()
+        floor_b_times.append(timed(lambda: floor_b(roots)))
+        cold.append(timed(fresh[0].reindex))
     fresh[0].close()
+    results["floor_b_s"], results["cold_s"] = map(statistics.median, (floor_b_times, cold))
     db = base / "index.sqlite"
     index = SkillIndex.open(config, db=str(db), cwd=cwd)
     index.reindex()
-    results["unchanged_s"] = median_time(index.reindex, repeat)
+    floor_a_times, unchanged = [], []
+    for _ in range(repeat):
+        floor_a_times.append(timed(lambda: floor_a(roots)))
+        unchanged.append(timed(index.reindex))
+    results["floor_a_s"], results["unchanged_s"] = map(statistics.median,
+                                                       (floor_a_times, unchanged))
 
     changed = max(1, count // 100)
     version = iter(range(1, 10**6))
