@@ -200,3 +200,36 @@ def test_a_database_owner_without_superuser_rights_runs_skillindex(
         with index.engine.connect() as connection:
             assert connection.execute(text("SELECT rolsuper FROM pg_roles "
                                            "WHERE rolname = current_user")).scalar() is False
+
+
+@pytest.mark.parametrize("inode", [2**63, 2**64 - 1], ids=["2^63", "2^64-1"])
+def test_staged_rows_keep_all_64_bits_of_inode_numbers(db_url: str, inode: int) -> None:
+    from skillindex.store.staging import CANDIDATE_COLUMNS, Stage
+
+    engine = make_engine(db_url)
+    migrate.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(insert(Root), [{
+            "index_name": "default", "path": "/r", "scope": "user", "provider": "p",
+            "precedence": 1, "validation": "strict"}])
+    row: dict[str, object] = dict.fromkeys(CANDIDATE_COLUMNS)
+    row.update({"rel_dir": "s", "dir_name": "s", "dir_path": "/r/s", "skill_path": "/r/s/SKILL.md",
+                "real_path": "/r/s", "status": "accepted", "enabled": True, "tree_key": "k",
+                "inode": inode, "device": inode})
+    resource = {"rel_path": "SKILL.md", "kind": "entry", "size": 1, "mtime_ns": 1,
+                "inode": inode, "device": inode, "xxh3": "x", "sha256": "s"}
+    with engine.connect() as connection:
+        stage = Stage(connection)
+        stage.add("/r", row, None, [{"code": "c", "severity": "warning", "message": "m"}],
+                  [resource])
+        with connection.begin():
+            stage.prepare()
+            stage.move("default", 1)
+        stage.drop()
+    with Session(engine) as session:
+        [candidate] = queries.candidates(session, "default", ["/r"])
+        stored = queries.manifest(session, candidate.id)["SKILL.md"].stat
+        assert (stored.inode, stored.device) == (inode, inode)
+        assert [f.code for f in candidate.findings] == ["c"]
+        assert session.scalars(select(Candidate.inode)).one() == inode
+    engine.dispose()
