@@ -141,8 +141,10 @@ class _Renderer:
         self.fmt = fmt
 
     def entry(self, entry: CatalogEntry) -> str:
+        # Descriptions arrive folded to one line (`build` folds them once); names and locations
+        # are escaped here, markdown folding them too since a path may hold a newline.
         if self.fmt == "xml":
-            description = (f"<description>{_xml(_flat(entry.description))}</description>"
+            description = (f"<description>{_xml(entry.description)}</description>"
                            if entry.description else "")
             return (f"<skill><name>{_xml(entry.name)}</name>{description}"
                     f"<location>{_xml(entry.location)}</location></skill>\n")
@@ -152,7 +154,7 @@ class _Renderer:
                     f"Location: {_markdown(entry.location)}\n\n")
         fields = {"name": entry.name, "location": entry.location}
         if entry.description:
-            fields["description"] = _flat(entry.description)
+            fields["description"] = entry.description
         return json.dumps(fields, ensure_ascii=False)
 
     def frame(self) -> tuple[str, str, str]:
