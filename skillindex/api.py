@@ -15,12 +15,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from skillindex import disclose, indexer, resolve
-from skillindex.catalog import FORMATS, Catalog, CatalogItem
-from skillindex.catalog import Format as CatalogFormat
-from skillindex.catalog import budget as catalog_budget
-from skillindex.catalog import build as build_catalog
-from skillindex.catalog import empty as empty_catalog
 from skillindex.config import (
     Environment,
     Settings,
@@ -28,7 +22,6 @@ from skillindex.config import (
     database_url,
     load_settings,
 )
-from skillindex.contextfiles import find_context_files
 from skillindex.errors import (
     CommandsDisabledError,
     ConfigError,
@@ -36,7 +29,9 @@ from skillindex.errors import (
     SkillNotFoundError,
     StoreError,
 )
-from skillindex.indexer import Progress
+from skillindex.index import indexer
+from skillindex.index.indexer import Progress
+from skillindex.index.scanner import ENTRY
 from skillindex.model import (
     AuditEvent,
     Candidate,
@@ -52,9 +47,15 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.quick import catalog_key
-from skillindex.resolve import Explanation, Resolution, Winner
-from skillindex.scanner import ENTRY
+from skillindex.query import disclose, resolve
+from skillindex.query.catalog import FORMATS, Catalog, CatalogItem
+from skillindex.query.catalog import Format as CatalogFormat
+from skillindex.query.catalog import budget as catalog_budget
+from skillindex.query.catalog import build as build_catalog
+from skillindex.query.catalog import empty as empty_catalog
+from skillindex.query.contextfiles import find_context_files
+from skillindex.query.quick import catalog_key
+from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
 from skillindex.store.lock import OnWait, reindex_lock

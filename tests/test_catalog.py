@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from skillindex.api import SkillIndex
-from skillindex.catalog import (
+from skillindex.config import Environment
+from skillindex.errors import ConfigError
+from skillindex.query.catalog import (
     ELLIPSIS,
     FORMATS,
     MIN_DESCRIPTION,
@@ -26,8 +28,6 @@ from skillindex.catalog import (
     build,
     empty,
 )
-from skillindex.config import Environment
-from skillindex.errors import ConfigError
 from tests.conftest import OpenIndex, root_settings, write_skill
 
 ITEMS = [
@@ -273,7 +273,7 @@ def test_publishing_for_a_session_is_audited_at_level_1(
 
 def test_the_start_up_path_serves_exactly_the_cached_catalog(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skillindex.quick import cached_catalog
+    from skillindex.query.quick import cached_catalog
 
     root = tmp_path / "skills"
     for number in range(3):

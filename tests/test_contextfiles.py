@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from skillindex.config import Settings
-from skillindex.contextfiles import find_context_files
 from skillindex.providers import context_dirs
+from skillindex.query.contextfiles import find_context_files
 from tests.skilltrees import make_world
 
 

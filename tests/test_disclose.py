@@ -18,7 +18,6 @@ from sqlalchemy.exc import DatabaseError
 
 from skillindex.api import SkillIndex
 from skillindex.config import Environment, Settings
-from skillindex.disclose import check_relative, command_message, parse_uri
 from skillindex.errors import (
     EXIT_NOT_FOUND,
     EXIT_REFUSED,
@@ -34,6 +33,7 @@ from skillindex.errors import (
     UnindexedFileError,
 )
 from skillindex.model import AuditEvent, Drift, Level
+from skillindex.query.disclose import check_relative, command_message, parse_uri
 from tests.conftest import OpenIndex, root_settings, write_skill
 
 BODY = "\n# PDF\n\nRead `references/guide.md` first.\n"
@@ -628,8 +628,8 @@ def test_a_file_opened_outside_the_skill_is_refused_even_after_the_path_check(
         tmp_path: Path) -> None:
     # What a lost race looks like: the path was checked, then a directory on it was swapped, so
     # the file actually opened lies elsewhere. The guard looks at what was opened, not the path.
-    from skillindex.disclose import Attempt, read_verified
     from skillindex.model import ManifestFile
+    from skillindex.query.disclose import Attempt, read_verified
 
     skill = tmp_path / "skill"
     skill.mkdir()

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from skillindex import frontmatter
-from skillindex.frontmatter import MAX_YAML_NODES, parse, split
+from skillindex.index import frontmatter
+from skillindex.index.frontmatter import MAX_YAML_NODES, parse, split
 
 
 def codes(result: frontmatter.Frontmatter) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from skillindex.hashing import CHUNK, SpecialFileError, read_file
+from skillindex.index.hashing import CHUNK, SpecialFileError, read_file
 
 
 @pytest.mark.parametrize(

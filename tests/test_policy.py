@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from skillindex.frontmatter import parse
+from skillindex.index.frontmatter import parse
+from skillindex.index.policy import judge, rules_key
 from skillindex.model import RootSpec, Scope, Severity, Status, Validation
-from skillindex.policy import judge, rules_key
 
 
 def spec(validation: Validation = Validation.STRICT, *, require_description: bool = True,

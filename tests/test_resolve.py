@@ -10,7 +10,7 @@ from skillindex.api import SkillIndex
 from skillindex.config import RootConfig, Settings
 from skillindex.errors import SkillNotFoundError
 from skillindex.model import Candidate, RootSpec, Scope, Status
-from skillindex.resolve import Outcome, Rules, explain, resolve
+from skillindex.query.resolve import Outcome, Rules, explain, resolve
 from tests.skilltrees import World, make_world, symlink, write_skill
 
 

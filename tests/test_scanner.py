@@ -11,8 +11,8 @@ import xxhash
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from skillindex.index.scanner import MAX_ENTRY_BYTES
 from skillindex.model import Candidate, Status
-from skillindex.scanner import MAX_ENTRY_BYTES
 from skillindex.store.models import Resource
 from tests.conftest import OpenIndex, write_skill
 

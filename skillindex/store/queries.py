@@ -15,7 +15,7 @@ from sqlalchemy import Executable, bindparam, case, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from skillindex import model
-from skillindex.scanner import KnownFile, KnownSkill
+from skillindex.index.scanner import KnownFile, KnownSkill
 from skillindex.store.models import (
     Base,
     Candidate,

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from skillindex.frontmatter import Frontmatter
+from skillindex.index.frontmatter import Frontmatter
 from skillindex.model import Finding, RootSpec, Severity, Status, Validation
 
 MAX_NAME = 64

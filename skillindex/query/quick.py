@@ -7,11 +7,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from skillindex.catalog import FORMATS, Catalog, budget
 from skillindex.config import Environment, Settings, database_url, load_settings
 from skillindex.model import RootSpec
 from skillindex.providers import plan_roots
-from skillindex.resolve import Rules
+from skillindex.query.catalog import FORMATS, Catalog, budget
+from skillindex.query.resolve import Rules
 from skillindex.store.fastpath import cached_payload, sqlite_file
 
 # Part of every cached catalog's key: bump it when rendering or resolution changes.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from skillindex.hashing import read_file
+from skillindex.index.hashing import read_file
 from skillindex.model import ContextFile
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from skillindex import frontmatter, policy
+from skillindex.index import frontmatter, policy
+from skillindex.index.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
-from skillindex.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
 from skillindex.store import queries
 from skillindex.store.lock import HeldLock
 from skillindex.store.queries import RootWrite

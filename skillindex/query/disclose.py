@@ -11,7 +11,6 @@ from io import RawIOBase
 from pathlib import Path
 from urllib.parse import unquote
 
-from skillindex import frontmatter, hashing
 from skillindex.errors import (
     DeletedFileError,
     FileReadError,
@@ -21,6 +20,8 @@ from skillindex.errors import (
     TooLargeError,
     UnindexedFileError,
 )
+from skillindex.index import frontmatter, hashing
+from skillindex.index.scanner import ENTRY, skill_files
 from skillindex.model import (
     AuditEvent,
     Candidate,
@@ -32,7 +33,6 @@ from skillindex.model import (
     SkillCommand,
     VerifyReport,
 )
-from skillindex.scanner import ENTRY, skill_files
 
 SCHEME = "skill://"
 OK = "ok"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import xxhash
 
-from skillindex.hashing import SpecialFileError, file_stat, read_file
+from skillindex.index.hashing import SpecialFileError, file_stat, read_file
 from skillindex.model import (
     FileStat,
     Finding,

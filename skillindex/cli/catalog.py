@@ -1,0 +1,48 @@
+"""The catalog command: the level-1 text the model sees."""
+
+from __future__ import annotations
+
+import click
+
+from skillindex.cli.common import cli, json_option, options_of, print_json
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["xml", "markdown", "json"]), default="xml",
+              show_default=True, help="xml = <available_skills>; markdown = a # Skills section.")
+@click.option("--max-chars", type=click.IntRange(min=0), help="Character budget of the text.")
+@click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
+              help="Budget as 2% of this many tokens at 4 characters a token.")
+@click.option("--no-read-tool", is_flag=True,
+              help="The host has no read tool: no catalog, as in the seed system.")
+@click.option("--session", metavar="ID", help="Record the publication for this session.")
+@json_option
+@click.pass_context
+def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window: int | None,
+            no_read_tool: bool, session: str | None, as_json: bool) -> None:
+    """Print the catalog the model sees, within a character budget (default 8,000)."""
+    options = options_of(ctx, as_json)
+    if max_chars is not None and context_window is not None:
+        raise click.UsageError("give --max-chars or --context-window, not both")
+    tools = () if no_read_tool else ("read",)
+    result = None
+    if session is None:
+        # A cached catalog needs neither SQLAlchemy nor a resolution: a host's start-up path.
+        from skillindex.query.quick import cached_catalog  # noqa: PLC0415
+
+        result = cached_catalog(options.config, db=options.db, cwd=options.cwd,
+                                index=options.index, max_chars=max_chars,
+                                context_window=context_window, format=fmt, tools=tools)
+    if result is None:
+        with options.open() as index:
+            result = index.catalog(max_chars=max_chars, context_window=context_window,
+                                   format=fmt, tools=tools, session=session)
+    if options.json:
+        print_json(result.as_dict())
+    else:
+        click.echo(result.text, nl=False)
+    shortened, omitted = len(result.truncated), len(result.omitted)
+    if shortened or omitted:
+        click.echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
+                   f"{result.max_chars} characters; {shortened} descriptions shortened, "
+                   f"{omitted} skills omitted", err=True)

@@ -1,0 +1,104 @@
+"""Disclosure and its audit: read, command, verify, audit."""
+
+from __future__ import annotations
+
+import click
+
+from skillindex.cli.common import cli, json_option, options_of, print_json, session_option, table
+from skillindex.errors import EXIT_ERROR
+
+
+@cli.command()
+@click.argument("uri")
+@click.option("--reason", metavar="TEXT", help="Why it is read (kept in the audit log).")
+@session_option
+@click.option("--max-bytes", type=click.IntRange(min=0), metavar="N",
+              help="Refuse a file larger than N bytes (a file of exactly N is read).")
+@json_option
+@click.pass_context
+def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | None,
+         max_bytes: int | None, as_json: bool) -> None:
+    """Print a skill's body (skill://NAME) or one of its files (skill://NAME/PATH), verified."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        found = index.read(uri, reason=reason, session=session_id, max_bytes=max_bytes)
+    if options.json:
+        print_json(found.as_dict())
+    else:
+        click.echo(found.data, nl=False)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@session_option
+@json_option
+@click.pass_context
+def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: str | None,
+            as_json: bool) -> None:
+    """Print the message `/skill:NAME ARGS...` sends: the verified body, its path, the args."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        message = index.skill_command(name, args, session=session_id)
+    if options.json:
+        print_json(message.as_dict())
+    else:
+        click.echo(message.message)
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def verify(ctx: click.Context, as_json: bool) -> None:
+    """Hash every indexed file again; exit 1 when a file changed, vanished or appeared."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        report = index.verify()
+    if options.json:
+        print_json(report.as_dict())
+    elif report.ok:
+        click.echo(f"ok: {report.files} files of {report.skills} skills match the index")
+    else:
+        table(["skill", "problem", "resource"],
+               [[item.skill, item.problem, item.resource] for item in report.drift])
+        click.echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
+                   "records the tree as it is now")
+    if not report.ok:
+        ctx.exit(EXIT_ERROR)
+
+
+@cli.command()
+@session_option
+@click.option("--skill", metavar="NAME", help="Only events of this skill.")
+@click.option("--outcome", metavar="O",
+              help="Only this outcome: ok, refused, mismatch, missing, not-found, error.")
+@click.option("--since", metavar="ISO", help="Only events at or after this time (UTC if no zone).")
+@click.option("--levels", is_flag=True, help="Bytes disclosed per level (L1/L2/L3) per session.")
+@json_option
+@click.pass_context
+def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome: str | None,
+          since: str | None, levels: bool, as_json: bool) -> None:
+    """The audit log of disclosures, oldest first."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        if levels:
+            totals = index.audit(session=session_id, skill=skill, outcome=outcome, since=since,
+                                 levels=True)
+        else:
+            events = index.audit(session=session_id, skill=skill, outcome=outcome, since=since)
+    if levels:
+        if options.json:
+            print_json([row.as_dict() for row in totals])
+            return
+        table(["session", "l1 bytes", "l2 bytes", "l3 bytes", "events"],
+               [[row.session or "-", row.l1_bytes, row.l2_bytes, row.l3_bytes, row.events]
+                for row in totals])
+        return
+    if options.json:
+        print_json([event.as_dict() for event in events])
+    elif not events:
+        click.echo("no audit events")
+    else:
+        table(["time", "session", "event", "outcome", "level", "bytes", "skill", "resource"],
+               [[e.time.isoformat(timespec="seconds"), e.session or "-", e.event, e.outcome,
+                 e.level, e.bytes, e.skill or "-", e.resource or "-"] for e in events])

@@ -1,0 +1,212 @@
+"""Commands that index and inspect: reindex, candidates, rejections, roots, list, explain."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from skillindex.cli.common import (
+    candidate_table,
+    cli,
+    count,
+    json_option,
+    options_of,
+    print_json,
+    table,
+)
+
+
+class _Progress:
+    """A one-line counter on stderr, redrawn at most ten times a second."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, expected: int | None, root: str) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        total = f"/{expected}" if expected else ""
+        line = f"indexing {done}{total} skills  {root}"
+        click.echo(f"\r{line[:100]:<100}", nl=False, err=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            click.echo(f"\r{'':<100}\r", nl=False, err=True)
+
+
+@cli.command()
+@click.option("--all", "all_roots", is_flag=True,
+              help="Rescan every root the index knows, not only those of this directory.")
+@click.option("--no-wait", is_flag=True,
+              help="Fail at once if another process is reindexing this index (default: wait "
+              "up to the reindex_timeout setting).")
+@json_option
+@click.pass_context
+def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -> None:
+    """Scan the roots and update the index (only changed files are read)."""
+    options = options_of(ctx, as_json)
+    progress = _Progress() if sys.stderr.isatty() and not options.json else None
+    with options.open() as index:
+
+        def waiting(holder: str) -> None:
+            click.echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
+                       f"waiting up to {index.settings.reindex_timeout:g} s", err=True)
+
+        try:
+            report = index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
+                                   on_wait=waiting)
+        finally:
+            if progress is not None:
+                progress.clear()
+    if options.json:
+        print_json(report.as_dict())
+        return
+    click.echo(
+        f"indexed {count(report.seen, 'skill')} in {count(report.roots, 'root')}: "
+        f"{report.added} added, "
+        f"{report.changed} changed, {report.unchanged} unchanged, {report.removed} removed, "
+        f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
+    for problem in report.problems:
+        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
+    if report.seen == 0:
+        click.echo("no skills found; put skills in ~/.claude/skills/<name>/SKILL.md, or list "
+                   "roots in the settings file (see `skillindex roots`)")
+    else:
+        click.echo("`skillindex list` shows the skills in the catalog"
+                   + (", `skillindex rejections` why some were rejected" if report.rejected
+                      else ""))
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def candidates(ctx: click.Context, as_json: bool) -> None:
+    """Every skill found under the roots of this directory, accepted or rejected."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        found = index.candidates()
+    if options.json:
+        print_json([c.as_dict() for c in found])
+    elif not found:
+        click.echo("no candidates indexed for this directory; run `skillindex reindex`")
+    else:
+        candidate_table(found)
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def rejections(ctx: click.Context, as_json: bool) -> None:
+    """Rejected skills and the reasons."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        found = index.rejections()
+    if options.json:
+        print_json([c.as_dict() for c in found])
+        return
+    if not found:
+        click.echo("no rejected skills")
+    for candidate in found:
+        click.echo(f"{candidate.name or candidate.directory.name}  {candidate.path}")
+        for finding in candidate.findings:
+            click.echo(f"  {finding.severity:<7} {finding.code}: {finding.message}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def roots(ctx: click.Context, as_json: bool) -> None:
+    """The roots that apply to this directory, in precedence order, and what each holds."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        states = index.roots()
+        problems = index.plan.problems
+    if options.json:
+        print_json([state.as_dict() for state in states])
+        return
+    table(["prec", "provider", "scope", "skills", "rejected", "state", "path"],
+           [[s.spec.precedence, s.spec.provider, s.spec.scope, s.candidates, s.rejected,
+             _root_state(s), s.spec.path] for s in states])
+    for state in states:
+        for problem in state.problems:
+            click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+    for problem in problems:
+        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+
+
+def _root_state(state: Any) -> str:
+    if state.spec.disabled_by:
+        return "disabled"
+    if not state.present:
+        return "missing"
+    return "indexed" if state.indexed else "not indexed"
+
+
+@cli.command("list")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """The skills the catalog is built from (filters and collision policy applied)."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        resolution = index.resolution()
+    if options.json:
+        print_json([winner.as_dict() for winner in resolution.winners])
+    elif not resolution.winners:
+        click.echo("no skills in the catalog; `skillindex candidates` shows what was found and "
+                   "`skillindex explain NAME` why a skill is left out")
+    else:
+        table(["name", "scope", "provider", "prec", "path"],
+               [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
+                 w.candidate.path] for w in resolution.winners])
+    for collision in resolution.collisions:
+        click.echo(f"warning: {collision.message}", err=True)
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@click.pass_context
+def explain(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Every candidate for NAME, which one is used, and why the others are not."""
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        explanation = index.explain(name)
+    if options.json:
+        print_json(explanation.as_dict())
+        return
+    for winner in explanation.winners:
+        alias = f" as {winner.name}" if winner.name != explanation.name else ""
+        click.echo(f"{explanation.name}: in the catalog{alias}: {winner.candidate.path}")
+    if not explanation.winners:
+        click.echo(f"{explanation.name}: not in the catalog")
+    for verdict in explanation.verdicts:
+        c = verdict.candidate
+        click.echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
+                   f"{c.path}")
+        click.echo(f"  {'':<9}  {verdict.reason}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def context(ctx: click.Context, as_json: bool) -> None:
+    """Standalone context files (`context_files`, e.g. XCSH.md) in this directory and above."""
+    from skillindex.api import context_files  # noqa: PLC0415
+
+    options = options_of(ctx, as_json)
+    names, found = context_files(options.config, cwd=options.cwd)
+    if options.json:
+        print_json([item.as_dict() for item in found])
+    elif not found:
+        click.echo(f"no context files ({', '.join(names)}) in this directory or its ancestors")
+    else:
+        table(["depth", "size", "sha256", "path"],
+               [[f.depth, f.size, f.sha256[:16], f.path] for f in found])

@@ -1,0 +1,1 @@
+"""Walk, judge and stage: the scanner, frontmatter parsing, validation, hashing, the indexer."""

@@ -1,0 +1,1 @@
+"""Store to answers: resolution, the catalog, verified disclosure, context files."""

@@ -1,0 +1,1 @@
+"""Protocol adapters over the library: servers and SDK providers."""
