@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from skillindex.errors import ConfigError
-from skillindex.model import Scope, Validation
+from skillindex.model import Limits, Scope, Validation
 
 COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
 DEFAULT_INDEX = "default"
 DEFAULT_REINDEX_TIMEOUT_S = 600.0
+MIB = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class RootConfig:
     max_depth: int = 1
     require_description: bool = True
     validation: Validation | None = None
+    allow_hardlinks: bool | None = None  # None: the [skills] setting decides
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,18 @@ class Settings:
     index_name: str = DEFAULT_INDEX
     # How long a reindex waits for another reindex of the same index before giving up.
     reindex_timeout: float = DEFAULT_REINDEX_TIMEOUT_S
+    # Bounded work, as the MCP skills extension bounds it: larger files are recorded by size and
+    # never read; larger skills are rejected.
+    max_file_bytes: int = 16 * MIB
+    max_skill_files: int = 512
+    max_skill_bytes: int = 16 * MIB
+    # A hard-linked file may also be a file outside the skill: not disclosed unless allowed.
+    allow_hardlinks: bool = False
     source: Path | None = field(default=None, compare=False)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_file_bytes, self.max_skill_files, self.max_skill_bytes)
 
 
 # The seed system's camelCase spellings (and its `Pi` name for the native provider).
@@ -229,6 +242,11 @@ def _convert(name: str, value: Any, default: Any, source: str, label: str) -> An
         if not isinstance(value, bool):
             raise ConfigError(f"{label} must be true or false", source=source, key=name)
         return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{label} must be a whole number, 1 or more", source=source,
+                              key=name)
+        return value
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{label} must be a list of strings", source=source, key=name)
@@ -277,9 +295,9 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
             values[key] = entry[key]
     if values.get("max_depth", 1) < 1:
         raise ConfigError(f"{label}.max_depth must be at least 1", source=source, key="max_depth")
-    if "require_description" in entry:
-        if not isinstance(entry["require_description"], bool):
-            raise ConfigError(f"{label}.require_description must be true or false",
-                              source=source, key="require_description")
-        values["require_description"] = entry["require_description"]
+    for key in ("require_description", "allow_hardlinks"):
+        if key in entry:
+            if not isinstance(entry[key], bool):
+                raise ConfigError(f"{label}.{key} must be true or false", source=source, key=key)
+            values[key] = entry[key]
     return RootConfig(**values)

@@ -60,6 +60,15 @@ class FileStat:
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """How much of a skill a reindex reads: larger files and skills are recorded, not read."""
+
+    max_file_bytes: int = 16 << 20
+    max_skill_files: int = 512
+    max_skill_bytes: int = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
 class RootSpec:
     """One directory to scan, with everything the policy needs to judge what it holds."""
 
@@ -73,6 +82,7 @@ class RootSpec:
     validation: Validation = Validation.STRICT
     name_prefix: str = ""  # claude-plugins qualify their names as `plugin:name`
     disabled_by: str | None = None  # the setting that switched this source off, if any
+    allow_hardlinks: bool = False  # disclose files with more than one link
 
 
 @dataclass(frozen=True, slots=True)

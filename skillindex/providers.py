@@ -164,7 +164,8 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             path=spec.path, scope=spec.scope, provider=spec.provider,
             precedence=spec.precedence, position=len(specs), max_depth=spec.max_depth,
             require_description=spec.require_description, validation=spec.validation,
-            name_prefix=spec.name_prefix, disabled_by=spec.disabled_by))
+            name_prefix=spec.name_prefix, disabled_by=spec.disabled_by,
+            allow_hardlinks=spec.allow_hardlinks))
 
     if settings.presets:
         sources = list(_preset_sources(settings, env, problems))
@@ -187,14 +188,18 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                 require_description=strict,
                 validation=settings.validation
                 or (Validation.STRICT if strict else Validation.LENIENT),
-                name_prefix=source.name_prefix, disabled_by=disabled_by))
+                name_prefix=source.name_prefix, disabled_by=disabled_by,
+                allow_hardlinks=settings.allow_hardlinks))
     for directory in settings.custom_directories:
         add(RootSpec(path=normalize(directory, env), scope=Scope.USER, provider=CUSTOM,
                      precedence=PRIORITY[CUSTOM], require_description=True,
-                     validation=settings.validation or Validation.STRICT))
+                     validation=settings.validation or Validation.STRICT,
+                     allow_hardlinks=settings.allow_hardlinks))
     for root in settings.roots:
         add(RootSpec(path=normalize(root.path, env), scope=root.scope, provider=root.provider,
                      precedence=root.precedence, max_depth=root.max_depth,
                      require_description=root.require_description,
-                     validation=root.validation or settings.validation or Validation.STRICT))
+                     validation=root.validation or settings.validation or Validation.STRICT,
+                     allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
+                     else root.allow_hardlinks))
     return RootPlan(tuple(specs), tuple(problems))

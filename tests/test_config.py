@@ -7,7 +7,7 @@ import pytest
 
 from skillindex.config import Environment, Settings, database_url, load_settings, parse_settings
 from skillindex.errors import ConfigError
-from skillindex.model import Scope, Validation
+from skillindex.model import Limits, Scope, Validation
 
 
 def test_defaults_without_a_file(env: Environment) -> None:
@@ -111,3 +111,24 @@ def test_environment_reads_xdg_and_skillindex_variables(tmp_path: Path) -> None:
     assert (env.home, env.config_home, env.data_home, env.codex_home) == (
         Path("/h"), Path("/c"), Path("/d"), Path("/codex"))
     assert (env.database, env.config_file, env.cwd) == ("x.db", "/s.toml", tmp_path)
+
+
+def test_size_limits_and_hard_links_are_settings(tmp_path: Path) -> None:
+    settings = parse_settings({
+        "skills": {"max_file_bytes": 1024, "max_skill_files": 8, "max_skill_bytes": 4096,
+                   "allow_hardlinks": True},
+        "roots": [{"path": "/x", "allow_hardlinks": False}, {"path": "/y"}]})
+    assert (settings.limits.max_file_bytes, settings.limits.max_skill_files,
+            settings.limits.max_skill_bytes) == (1024, 8, 4096)
+    assert [r.allow_hardlinks for r in settings.roots] == [False, None]
+    assert Settings().limits == Limits(16 << 20, 512, 16 << 20)
+    assert Settings().allow_hardlinks is False
+
+
+@pytest.mark.parametrize("document", [
+    {"skills": {"max_file_bytes": 0}}, {"skills": {"max_skill_files": True}},
+    {"skills": {"max_skill_bytes": "16M"}}, {"roots": [{"path": "/x", "allow_hardlinks": 1}]},
+], ids=["zero", "bool", "text", "root-not-bool"])
+def test_bad_limits_are_settings_errors(document: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        parse_settings(document, source="cfg.toml")

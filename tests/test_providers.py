@@ -345,3 +345,13 @@ def test_two_spellings_of_one_setting_are_refused() -> None:
 def test_context_files_must_be_file_names(name: str) -> None:
     with pytest.raises(ConfigError, match="context_files"):
         parse_settings({"skills": {"context_files": [name]}})
+
+
+def test_allow_hardlinks_comes_from_the_root_or_else_from_skills(tmp_path: Path) -> None:
+    w = make_world(tmp_path)
+    settings = parse_settings({"skills": {"allow_hardlinks": True, "presets": False},
+                               "roots": [{"path": str(tmp_path / "a")},
+                                         {"path": str(tmp_path / "b"), "allow_hardlinks": False}]})
+    allowed = {spec.path.name: spec.allow_hardlinks for spec in plan_roots(settings, w.env).roots}
+    assert allowed == {"a": True, "b": False}
+    assert all(not spec.allow_hardlinks for spec in plan_roots(Settings(), w.env).roots)
