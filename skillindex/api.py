@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -43,6 +44,7 @@ from skillindex.model import (
     RootState,
     SessionLevels,
     SkillCommand,
+    SkillManifest,
     Status,
     VerifyReport,
 )
@@ -196,6 +198,22 @@ class SkillIndex:
             if winner.name == name:
                 return winner
         raise SkillNotFoundError(name)
+
+    def manifest(self, name: str) -> SkillManifest:
+        """A catalog skill's stored frontmatter and file manifest; no file is read."""
+        winner = self.winner(name)
+        candidate = winner.candidate
+        with self._session() as session:
+            stored = queries.frontmatter(session, candidate.id)
+            files = queries.manifest_files(session, [candidate.id]).get(candidate.id, [])
+        fields = json.loads(stored) if stored else {}
+        front: dict[str, object] = fields if isinstance(fields, dict) else {}
+        # A name may be absent (it defaults to the directory's); consumers need one to hand.
+        front.setdefault("name", candidate.name or candidate.directory.name)
+        if candidate.description is not None:
+            front.setdefault("description", candidate.description)
+        return SkillManifest(name=winner.name, candidate=candidate, frontmatter=front,
+                             files=tuple(files))
 
     def explain(self, name: str) -> Explanation:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""

@@ -242,6 +242,16 @@ class ManifestFile:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillManifest:
+    """A catalog skill as the last reindex recorded it: its frontmatter and its files."""
+
+    name: str  # the name the catalog gives it (qualified where the collision policy says so)
+    candidate: Candidate
+    frontmatter: dict[str, object]  # as stored; always holds `name`, and `description` if known
+    files: tuple[ManifestFile, ...]  # sorted by relative path, SKILL.md included
+
+
+@dataclass(frozen=True, slots=True)
 class Disclosure:
     """Verified content of a skill: `data` are exactly the bytes handed over."""
 
