@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Literal, Self, overload
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from skillindex.config import (
@@ -59,7 +59,7 @@ from skillindex.query.contextfiles import find_context_files
 from skillindex.query.quick import catalog_key
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
-from skillindex.store.engine import make_engine
+from skillindex.store.engine import make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
 CATALOG_PUBLISHED = "catalog.published"
@@ -78,14 +78,18 @@ class SkillIndex:
     @classmethod
     def open(cls, config: Settings | str | Path | None = None, *, db: str | None = None,
              cwd: str | Path | None = None, env: Environment | None = None,
-             index: str | None = None) -> SkillIndex:
-        """Load settings, open (creating and migrating if needed) the database."""
+             index: str | None = None, create: bool = True) -> SkillIndex:
+        """Load settings, open (creating and migrating if needed) the database.
+
+        With `create=False` a SQLite file that does not exist is an IndexMissingError instead
+        of a new, empty index: what a command that only reads wants for a mistyped path.
+        """
         env = _environment(env, cwd)
         settings = config if isinstance(config, Settings) else load_settings(config, env)
         if index is not None:
             settings = replace(settings, index_name=check_index_name(index))
         url = database_url(db, env)
-        engine = make_engine(url)
+        engine = make_engine(url, create=create)
         try:
             migrate.ensure_current(engine)
         except BaseException:
@@ -117,8 +121,14 @@ class SkillIndex:
     def _root_paths(self) -> list[str]:
         return [str(spec.path) for spec in self.plan.roots]
 
-    def _session(self) -> Session:
-        return Session(self.engine)
+    @contextmanager
+    def _session(self, doing: str = "read the index") -> Iterator[Session]:
+        """A session whose database errors reach the caller as one StoreError line."""
+        try:
+            with Session(self.engine) as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise store_error(exc, doing, url=self.engine.url) from exc
 
     def reindex(self, *, all_roots: bool = False, progress: Progress | None = None,
                 wait: bool = True, timeout: float | None = None,
@@ -144,10 +154,8 @@ class SkillIndex:
                                        cwd=self.env.cwd, all_roots=all_roots,
                                        extra_problems=self.plan.problems, progress=progress,
                                        lock=lock)
-        except OperationalError as exc:
-            raise StoreError(f"cannot write the index: {exc.orig}") from exc
         except SQLAlchemyError as exc:
-            raise StoreError(f"cannot write the index: {exc}") from exc
+            raise store_error(exc, "write the index", url=self.engine.url) from exc
 
     def candidates(self) -> list[Candidate]:
         """Every candidate of the roots that apply here, valid or not, in precedence order."""
@@ -265,9 +273,9 @@ class SkillIndex:
             result = empty_catalog(items, max_chars=limit, fmt=fmt,
                                    reason="the host has no read tool to load skills with")
         try:
-            with self._session() as db, db.begin():
+            with self._session("cache the catalog") as db, db.begin():
                 queries.store_catalog(db, self.index_name, key, result.to_cache())
-        except SQLAlchemyError:
+        except StoreError:
             pass  # a read-only database still serves catalogs, just without the cache
         return result
 
@@ -290,11 +298,8 @@ class SkillIndex:
 
     def append_event(self, event: AuditEvent) -> None:
         """Append one audit row in a transaction of its own (a reindex never holds it up long)."""
-        try:
-            with self._session() as session, session.begin():
-                queries.append_event(session, self.index_name, event)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot write the audit log: {exc}") from exc
+        with self._session("write the audit log") as session, session.begin():
+            queries.append_event(session, self.index_name, event)
 
     @contextmanager
     def _audited(self, attempt: disclose.Attempt, *, reason: str | None,
@@ -402,7 +407,7 @@ def context_files(config: Settings | str | Path | None = None, *,
 def migrate_database(action: str, revision: str | None = None, *, db: str | None = None,
                      cwd: str | Path | None = None, env: Environment | None = None) -> str | None:
     """`upgrade` (to `revision`, default head), `downgrade` (to `revision`) or `current`."""
-    engine = make_engine(database_url(db, _environment(env, cwd)))
+    engine = make_engine(database_url(db, _environment(env, cwd)), create=action == "upgrade")
     try:
         if action == "upgrade":
             migrate.upgrade(engine, revision or "head")

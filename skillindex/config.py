@@ -137,6 +137,9 @@ def config_path(explicit: str | Path | None, env: Environment) -> tuple[Path | N
 
 def database_url(explicit: str | None, env: Environment) -> str:
     """A URL, or a plain path meaning a SQLite file; else the default file under XDG_DATA_HOME."""
+    if explicit is not None and not explicit.strip():
+        # An empty --db is a mistake (an unset variable in a script), not a wish for the default.
+        raise ConfigError("the database must be a URL or a file path, not empty")
     value = explicit or env.database
     if not value:
         return f"sqlite:///{env.data_home / 'skillindex' / 'index.sqlite'}"

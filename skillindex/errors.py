@@ -58,6 +58,15 @@ class NotFoundError(SkillIndexError):
     outcome = "not-found"
 
 
+class IndexMissingError(NotFoundError):
+    """A command that only reads was pointed at a SQLite index that does not exist."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no index at {path}: `skillindex reindex` creates it (or check --db "
+                         "and $SKILLINDEX_DB for a typing error)")
+        self.path = path
+
+
 class SkillNotFoundError(NotFoundError):
     def __init__(self, name: str) -> None:
         super().__init__(f"skill not found: {name}")

@@ -4,7 +4,9 @@ PostgreSQL through psycopg."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from skillindex.errors import ConfigError
+from skillindex.errors import ConfigError, IndexMissingError, StoreError
 
 BUSY_TIMEOUT_MS = 15_000
 # Execution option: on SQLite, `connection.execution_options(**IMMEDIATE)` makes the next
@@ -27,6 +29,8 @@ def sqlite_path(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
+    if parsed.query.get("uri") in ("true", "1"):
+        return None  # `file:…?mode=ro` URIs: SQLite opens them itself, nothing is created
     return Path(parsed.database)
 
 
@@ -39,15 +43,16 @@ def _prepare_sqlite_file(path: Path) -> None:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine for `url`; a missing SQLite file (and its folder) is made only with `create`."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise ConfigError(f"not a database URL: {url!r}") from exc
-    if parsed.drivername == "postgresql":
-        # SQLAlchemy's default PostgreSQL driver is psycopg2; skillindex depends on psycopg 3.
-        parsed = parsed.set(drivername="postgresql+psycopg")
+    parsed = parsed.set(drivername=_driver(parsed.drivername))
     path = sqlite_path(url)
+    if path is not None and not create and not path.exists():
+        raise IndexMissingError(str(path))
     if path is not None:
         try:
             _prepare_sqlite_file(path)
@@ -71,6 +76,53 @@ def make_engine(url: str) -> Engine:
     except ArgumentError as exc:
         raise ConfigError(f"cannot use database URL {parsed.render_as_string()!r}: {exc}") from exc
     return engine
+
+
+def _driver(name: str) -> str:
+    """`postgres://` and `postgresql://` (as libpq, Heroku and most tools write them) mean the
+    installed driver: psycopg 3 (the `postgresql` extra), else psycopg2; SQLAlchemy alone
+    would try psycopg2 for one and refuse the other."""
+    backend, _, driver = name.partition("+")
+    if backend not in ("postgres", "postgresql"):
+        return name
+    if not driver:
+        has_v3 = importlib.util.find_spec("psycopg") is not None
+        driver = "psycopg" if has_v3 or importlib.util.find_spec("psycopg2") is None else (
+            "psycopg2")
+    return f"postgresql+{driver}"
+
+
+def store_error(exc: Exception, doing: str, *, url: object = None) -> StoreError:
+    """One line for the user: what could not be done and what the database said.
+
+    Never the statement or its parameters (they may hold what a caller passed in), nor
+    SQLAlchemy's link to its documentation; a read-only SQLite file or folder is named.
+    """
+    original = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(original).splitlines() if line.strip()]
+    said = next((line for line in lines if not line.startswith("(Background on this error")),
+                type(original).__name__)
+    said = re.sub(r"^\((?:[\w.]+)\)\s*", "", said)
+    path = sqlite_path(str(url)) if url is not None else None
+    if path is not None and "readonly database" in said:
+        folder = path.parent
+        if not os.access(folder, os.W_OK | os.X_OK):
+            said += (f"; the folder {folder} must be writable too (SQLite keeps its -wal and "
+                     "-shm files beside the database)")
+        elif not os.access(path, os.W_OK):
+            said += f"; the file {path} must be writable"
+    where = f" {_shown(url)}" if url is not None else ""
+    return StoreError(f"cannot {doing}{where}: {said}")
+
+
+def _shown(url: object) -> str:
+    path = sqlite_path(str(url))
+    if path is not None:
+        return str(path)
+    try:
+        return make_url(str(url)).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<database>"
 
 
 def _configure_sqlite(engine: Engine) -> None:

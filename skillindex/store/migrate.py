@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from skillindex.errors import StoreError
-from skillindex.store.engine import IMMEDIATE
+from skillindex.errors import ConfigError, StoreError
+from skillindex.store.engine import IMMEDIATE, store_error
 from skillindex.store.revision import HEAD
 
 __all__ = ["HEAD", "current", "downgrade", "ensure_current", "upgrade"]
@@ -39,7 +39,9 @@ def current(engine: Engine) -> str | None:
                 return None
             return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot read the database: {exc.__class__.__name__}: {exc}") from exc
+        # The first statement on a new connection: a server that is down, a file that is not
+        # a database and a folder that cannot be entered all end up here.
+        raise store_error(exc, "open the database", url=engine.url) from exc
 
 
 @contextmanager
@@ -60,21 +62,30 @@ def _migrating(engine: Engine) -> Iterator[Connection]:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command  # noqa: PLC0415
 
-    try:
-        with _migrating(engine) as connection:
-            command.upgrade(_config(connection), revision)
-    except SQLAlchemyError as exc:
-        raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc
+    with _translated(engine, revision), _migrating(engine) as connection:
+        command.upgrade(_config(connection), revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     from alembic import command  # noqa: PLC0415
 
+    with _translated(engine, revision), _migrating(engine) as connection:
+        command.downgrade(_config(connection), revision)
+
+
+@contextmanager
+def _translated(engine: Engine, revision: str) -> Iterator[None]:
+    """A revision Alembic does not know is the user's typing error (exit 2), not ours."""
+    from alembic.util import CommandError  # noqa: PLC0415
+
     try:
-        with _migrating(engine) as connection:
-            command.downgrade(_config(connection), revision)
+        yield
+    except CommandError as exc:
+        known = ", ".join(sorted(known_revisions())) or "none"
+        raise ConfigError(f"cannot migrate to {revision!r}: {exc} (revisions: {known}, head, "
+                          "base, or -1 for one step down)") from exc
     except SQLAlchemyError as exc:
-        raise StoreError(f"migration failed: {exc.__class__.__name__}: {exc}") from exc
+        raise store_error(exc, "migrate the database", url=engine.url) from exc
 
 
 def ensure_current(engine: Engine) -> None:
