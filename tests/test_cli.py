@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -69,9 +70,10 @@ def test_roots(setup: Path) -> None:
 
 
 def test_db_commands(setup: Path) -> None:
-    assert run("db", "current").output.strip() == "(empty database)"
+    assert run("db", "current").exit_code == 3  # no database file yet: nothing is created
     assert run("db", "upgrade").output.strip() == migrate.HEAD
     assert run("db", "downgrade", "base").output.strip() == "(empty database)"
+    assert run("db", "current").output.strip() == "(empty database)"
     assert json.loads(run("--json", "db", "upgrade").output) == {"revision": migrate.HEAD}
 
 
@@ -122,6 +124,15 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert any(line.strip() and not line.startswith("Usage") for line in lines[1:4])
+    assert re.search(r"Examples:\n +skillindex ", result.output)
+    assert "seed system" not in result.output
+
+
+@pytest.mark.parametrize("group", [(), ("db",)], ids=["skillindex", "db"])
+def test_command_summaries_are_whole_sentences(group: tuple[str, ...]) -> None:
+    listing = run(*group, "--help").output.split("Commands:\n", 1)[1]
+    assert not re.search(r"\w\.\.\.(\s|$)", listing)  # click's mark of a summary it cut
+    assert "e.g" not in listing
 
 
 def test_catalog_command(setup: Path) -> None:

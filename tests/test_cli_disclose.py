@@ -92,9 +92,18 @@ def test_command_prints_the_seed_message(setup: Path, args: list[str], tail: str
     assert result.exit_code == 0, result.output
     path = skill_dir(setup) / "SKILL.md"
     assert result.stdout == f"# PDF\n\nUse it.\n\n---\n\nSkill: {path}{tail}\n"
-    shaped = json.loads(run("command", "pdf", *args, "--json").stdout)
+    shaped = json.loads(run("command", "--json", "pdf", *args).stdout)
     assert shaped["message"] == f"# PDF\n\nUse it.\n\n---\n\nSkill: {path}{tail}"
     assert set(shaped) >= {"name", "path", "args", "message", "digest"}
+
+
+def test_everything_after_the_name_belongs_to_the_user(setup: Path) -> None:
+    path = skill_dir(setup) / "SKILL.md"
+    result = run("command", "pdf", "fix", "--json", "--session", "x")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith(f"Skill: {path}\nUser: fix --json --session x\n")
+    [event] = json.loads(run("audit", "--json").stdout)
+    assert event["session"] is None
 
 
 def test_command_is_refused_when_commands_are_off(setup: Path) -> None:
@@ -135,7 +144,7 @@ def test_audit_lists_every_attempt(setup: Path) -> None:
     run("read", "skill://pdf", "--reason", "plan", "--session", "s1")
     run("read", "skill://pdf/references/guide.md", "--session", "s1")
     run("read", "skill://pdf/../x", "--session", "s2", "--reason", "probe")
-    run("command", "pdf", "go", "--session", "s2")
+    run("command", "--session", "s2", "pdf", "go")
     events = json.loads(run("audit", "--json").stdout)
     assert [(e["event"], e["outcome"], e["session"]) for e in events] == [
         ("skill.read", "ok", "s1"), ("resource.read", "ok", "s1"),

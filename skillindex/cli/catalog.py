@@ -14,13 +14,23 @@ from skillindex.cli.common import cli, json_option, options_of, print_json
 @click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
               help="Budget as 2% of this many tokens at 4 characters a token.")
 @click.option("--no-read-tool", is_flag=True,
-              help="The host has no read tool: no catalog, as in the seed system.")
+              help="The host has no read tool to load skills with: print no catalog.")
 @click.option("--session", metavar="ID", help="Record the publication for this session.")
 @json_option
 @click.pass_context
 def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window: int | None,
             no_read_tool: bool, session: str | None, as_json: bool) -> None:
-    """Print the catalog the model sees, within a character budget (default 8,000)."""
+    """Print the catalog the model sees, within a character budget.
+
+    The budget is --max-chars, or 2% of --context-window tokens at 4 characters a token, else
+    8,000 characters; what was shortened or left out is reported on stderr.
+
+    \b
+    Examples:
+      skillindex catalog
+      skillindex catalog --format markdown --max-chars 4000
+      skillindex catalog --context-window 200000 --session s-42
+    """
     options = options_of(ctx, as_json)
     if max_chars is not None and context_window is not None:
         raise click.UsageError("give --max-chars or --context-window, not both")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -12,10 +14,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from skillindex import __version__
-from skillindex.errors import EXIT_ERROR, SkillIndexError
+from skillindex.errors import EXIT_ERROR, EXIT_OK, SkillIndexError
 
 if TYPE_CHECKING:  # typing only, without importing SQLAlchemy at start-up
     from skillindex.api import SkillIndex
+
+PROG = "skillindex"
 
 
 @dataclass(slots=True)
@@ -27,19 +31,105 @@ class Options:
     json: bool
     debug: bool
 
-    def open(self) -> SkillIndex:
+    def open(self, *, create: bool = False) -> SkillIndex:
+        """The index; a SQLite file that does not exist yet is created only with `create`."""
         from skillindex.api import SkillIndex  # noqa: PLC0415
 
-        return SkillIndex.open(self.config, db=self.db, cwd=self.cwd, index=self.index)
+        return SkillIndex.open(self.config, db=self.db, cwd=self.cwd, index=self.index,
+                               create=create)
+
+
+def error_line(message: str) -> str:
+    """The one shape of every error the user sees: one line, prefixed with the program."""
+    first, *rest = str(message).strip().splitlines() or [""]
+    return f"{PROG}: error: {first}" + (" …" if rest else "")
 
 
 def fail(ctx: click.Context, message: str, code: int) -> NoReturn:
-    click.echo(f"skillindex: {message}", err=True)
+    click.echo(error_line(message), err=True)
     ctx.exit(code)
 
 
+def _usage_line(exc: click.ClickException) -> str:
+    message = exc.format_message().strip().rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see `{ctx.command_path} --help`)"
+    return error_line(message)
+
+
+def _is_broken_pipe(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError) and exc.errno == errno.EPIPE)
+
+
+def _silence_stdout() -> None:
+    """After the reader of our output went away: nothing more reaches it, not even a flush.
+
+    The standard streams are pointed at /dev/null, so the interpreter's final flush of what is
+    still buffered does not fail again with a second broken pipe.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+            continue
+    os.close(devnull)
+
+
+def _summary(command: click.Command) -> str:
+    """The first paragraph of the help, whole: click would cut it at its width or at "e.g."."""
+    if command.short_help:
+        return command.short_help
+    first = (command.help or "").strip().split("\n\n", 1)[0]
+    return " ".join(first.split()).rstrip(".")
+
+
+class _Command(click.Command):
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return _summary(self)
+
+
 class _Group(click.Group):
-    """Turns library errors into one line on stderr and the documented exit code."""
+    """Turns every error into one line on stderr and the documented exit code.
+
+    Click's own usage errors are reported in the same style as the library's errors, and a
+    reader that stops reading early (`skillindex list | head -1`) ends the command silently
+    with exit 0, as git, ruff and ripgrep do.
+    """
+
+    command_class = _Command
+    group_class = type  # subgroups are of this class too
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return _summary(self)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            click.echo(_usage_line(exc), err=True)
+            code = exc.exit_code
+        except click.Abort:
+            click.echo(f"{PROG}: interrupted", err=True)
+            code = 130
+        except OSError as exc:
+            if not _is_broken_pipe(exc):
+                raise
+            _silence_stdout()
+            code = EXIT_OK
+        if not isinstance(code, int):
+            code = EXIT_OK
+        if not standalone_mode:
+            return code
+        sys.exit(code)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -47,16 +137,25 @@ class _Group(click.Group):
         except SkillIndexError as exc:
             if _debug(ctx):
                 traceback.print_exc()
-            fail(ctx, f"error: {exc.message}", exc.exit_code)
+            fail(ctx, exc.message, exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
-            fail(ctx, "interrupted", 130)
+            click.echo(f"{PROG}: interrupted", err=True)
+            ctx.exit(130)
+        except OSError as exc:
+            if _is_broken_pipe(exc):
+                _silence_stdout()
+                ctx.exit(EXIT_OK)
+            if _debug(ctx):
+                raise
+            fail(ctx, f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
+                 EXIT_ERROR)
         except Exception as exc:
             if _debug(ctx):
                 raise
             fail(ctx, f"internal error: {type(exc).__name__}: {exc} (--debug shows where)",
-                  EXIT_ERROR)
+                 EXIT_ERROR)
 
 
 def _debug(ctx: click.Context) -> bool:
@@ -82,24 +181,38 @@ session_option = click.option("--session", "session_id", metavar="ID",
                               help="The agent session this belongs to (kept in the audit log).")
 
 
+def _not_empty(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("must be a database URL or a file path, not empty",
+                                 param=param)
+    return value
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", metavar="PATH", help="Settings file (else $SKILLINDEX_CONFIG, else "
               "$XDG_CONFIG_HOME/skillindex/config.toml).")
-@click.option("--db", metavar="URL", help="Database URL or SQLite file (else $SKILLINDEX_DB, "
+@click.option("--db", metavar="URL", callback=_not_empty,
+              help="Database URL or SQLite file (else $SKILLINDEX_DB, "
               "else $XDG_DATA_HOME/skillindex/index.sqlite).")
 @click.option("--cwd", metavar="DIR", type=click.Path(file_okay=False, exists=True),
               help="Working directory whose project roots apply (default: the current one).")
 @click.option("--index", "index", metavar="NAME", help="Index name inside a shared database.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (any command).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-@click.version_option(__version__, prog_name="skillindex")
+@click.version_option(__version__, prog_name=PROG)
 @click.pass_context
 def cli(ctx: click.Context, config: str | None, db: str | None, cwd: str | None,
         index: str | None, as_json: bool, debug: bool) -> None:
-    """A persistent, verified, audited catalog of Agent Skills."""
+    """A persistent, verified, audited catalog of Agent Skills.
+
+    \b
+    Examples:
+      skillindex reindex              index the skill folders of this directory
+      skillindex list                 the skills the catalog is built from
+      skillindex catalog              the catalog text the model sees
+      skillindex read skill://pdf     a skill's body, verified and audited
+    """
     ctx.obj = Options(config, db, cwd, index, as_json, debug)
-
-
 def count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 

@@ -11,7 +11,14 @@ from skillindex.cli.common import cli, options_of, print_json
 
 @cli.group()
 def db() -> None:
-    """Database schema migrations (Alembic)."""
+    """Migrate the database schema (Alembic).
+
+    \b
+    Examples:
+      skillindex db current
+      skillindex db upgrade
+      skillindex db downgrade -1
+    """
 
 
 def _migration(action: str) -> Callable[..., None]:
@@ -31,20 +38,43 @@ def _migration(action: str) -> Callable[..., None]:
 @click.argument("revision", required=False, default="head")
 @click.pass_context
 def upgrade(ctx: click.Context, revision: str) -> None:
-    """Migrate the database up to REVISION (default: head)."""
+    """Migrate the database up to REVISION (default: head).
+
+    A database that does not exist yet is created.
+
+    \b
+    Examples:
+      skillindex db upgrade
+      skillindex --db postgresql://agent@dbhost/skills db upgrade
+    """
     _migration("upgrade")(ctx, revision)
 
 
-@db.command()
+# `-1` looks like an option to click; taking unknown options as arguments lets it through.
+@db.command(context_settings={"ignore_unknown_options": True})
 @click.argument("revision")
 @click.pass_context
 def downgrade(ctx: click.Context, revision: str) -> None:
-    """Migrate the database down to REVISION (`base` empties it, `-1` goes one step)."""
+    """Migrate the database down to REVISION.
+
+    `base` empties it; `-1` goes one step down.
+
+    \b
+    Examples:
+      skillindex db downgrade -1
+      skillindex db downgrade base
+    """
     _migration("downgrade")(ctx, revision)
 
 
 @db.command()
 @click.pass_context
 def current(ctx: click.Context) -> None:
-    """Print the database's migration revision."""
+    """Print the database's migration revision.
+
+    \b
+    Examples:
+      skillindex db current
+      skillindex --json db current
+    """
     _migration("current")(ctx)

@@ -18,7 +18,17 @@ from skillindex.errors import EXIT_ERROR
 @click.pass_context
 def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | None,
          max_bytes: int | None, as_json: bool) -> None:
-    """Print a skill's body (skill://NAME) or one of its files (skill://NAME/PATH), verified."""
+    """Print a skill's body or one of its files, verified and audited.
+
+    skill://NAME is the body of the skill's SKILL.md, skill://NAME/PATH a file inside the
+    skill; the bytes are returned only if they are the ones the last reindex recorded.
+
+    \b
+    Examples:
+      skillindex read skill://pdf --reason "user asked for a PDF summary"
+      skillindex read skill://pdf/references/forms.md --session s-42 --max-bytes 65536
+      skillindex --json read skill://pdf
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         found = index.read(uri, reason=reason, session=session_id, max_bytes=max_bytes)
@@ -28,7 +38,9 @@ def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | Non
         click.echo(found.data, nl=False)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+# Everything after NAME is the user's (`--json` included): the command's own options come first.
+@cli.command(context_settings={"ignore_unknown_options": True,
+                               "allow_interspersed_args": False})
 @click.argument("name")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @session_option
@@ -36,7 +48,16 @@ def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | Non
 @click.pass_context
 def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: str | None,
             as_json: bool) -> None:
-    """Print the message `/skill:NAME ARGS...` sends: the verified body, its path, the args."""
+    """Print the message `/skill:NAME ARGS...` sends.
+
+    The message is the verified body, the path of its SKILL.md and the arguments. Everything
+    after NAME is an argument, options included: give --session and --json before NAME.
+
+    \b
+    Examples:
+      skillindex command pdf summarize report.pdf
+      skillindex command --json --session s-42 deploy fix --dry-run
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         message = index.skill_command(name, args, session=session_id)
@@ -50,7 +71,15 @@ def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: st
 @json_option
 @click.pass_context
 def verify(ctx: click.Context, as_json: bool) -> None:
-    """Hash every indexed file again; exit 1 when a file changed, vanished or appeared."""
+    """Hash every indexed file again and report drift.
+
+    Exit 1 when a file changed, vanished or appeared since the last reindex.
+
+    \b
+    Examples:
+      skillindex verify
+      skillindex --json verify
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         report = index.verify()
@@ -78,7 +107,14 @@ def verify(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome: str | None,
           since: str | None, levels: bool, as_json: bool) -> None:
-    """The audit log of disclosures, oldest first."""
+    """Print the audit log of disclosures, oldest first.
+
+    \b
+    Examples:
+      skillindex audit --session s-42
+      skillindex audit --outcome refused --since 2026-12-01
+      skillindex audit --levels
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         if levels:

@@ -50,10 +50,19 @@ class _Progress:
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -> None:
-    """Scan the roots and update the index (only changed files are read)."""
+    """Scan the roots of this directory and update the index.
+
+    Only files that changed since the last reindex are read again.
+
+    \b
+    Examples:
+      skillindex reindex
+      skillindex reindex --all --no-wait
+      skillindex --json reindex
+    """
     options = options_of(ctx, as_json)
     progress = _Progress() if sys.stderr.isatty() and not options.json else None
-    with options.open() as index:
+    with options.open(create=True) as index:
 
         def waiting(holder: str) -> None:
             click.echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
@@ -88,7 +97,15 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
 @json_option
 @click.pass_context
 def candidates(ctx: click.Context, as_json: bool) -> None:
-    """Every skill found under the roots of this directory, accepted or rejected."""
+    """List every skill found under the roots of this directory.
+
+    Accepted and rejected ones alike, in precedence order.
+
+    \b
+    Examples:
+      skillindex candidates
+      skillindex --json candidates
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         found = index.candidates()
@@ -104,7 +121,13 @@ def candidates(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def rejections(ctx: click.Context, as_json: bool) -> None:
-    """Rejected skills and the reasons."""
+    """List the rejected skills and the reasons.
+
+    \b
+    Examples:
+      skillindex rejections
+      skillindex --json rejections
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         found = index.rejections()
@@ -123,7 +146,15 @@ def rejections(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def roots(ctx: click.Context, as_json: bool) -> None:
-    """The roots that apply to this directory, in precedence order, and what each holds."""
+    """List the roots of this directory and what each holds.
+
+    In precedence order, with provider, scope, state and counts.
+
+    \b
+    Examples:
+      skillindex roots
+      skillindex --cwd ~/src/app roots
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         states = index.roots()
@@ -153,7 +184,15 @@ def _root_state(state: Any) -> str:
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
-    """The skills the catalog is built from (filters and collision policy applied)."""
+    """List the skills the catalog is built from.
+
+    The winners, after the filters and the collision policy.
+
+    \b
+    Examples:
+      skillindex list
+      skillindex --json list
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         resolution = index.resolution()
@@ -175,7 +214,15 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def explain(ctx: click.Context, name: str, as_json: bool) -> None:
-    """Every candidate for NAME, which one is used, and why the others are not."""
+    """Show every candidate for NAME and why it won or lost.
+
+    Which one is used, and why each other one is not.
+
+    \b
+    Examples:
+      skillindex explain pdf
+      skillindex --json explain pdf
+    """
     options = options_of(ctx, as_json)
     with options.open() as index:
         explanation = index.explain(name)
@@ -198,7 +245,16 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def context(ctx: click.Context, as_json: bool) -> None:
-    """Standalone context files (`context_files`, e.g. XCSH.md) in this directory and above."""
+    """List the context files of this directory and its parents.
+
+    The `context_files` setting names them (XCSH.md by default; AGENTS.md or CLAUDE.md are
+    common); they are looked up now, not indexed.
+
+    \b
+    Examples:
+      skillindex context
+      skillindex --json context
+    """
     from skillindex.api import context_files  # noqa: PLC0415
 
     options = options_of(ctx, as_json)
