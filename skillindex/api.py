@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -49,13 +49,14 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, resolve
+from skillindex.query import disclose, lockfile, resolve
 from skillindex.query.catalog import FORMATS, Catalog, CatalogItem
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
 from skillindex.query.catalog import build as build_catalog
 from skillindex.query.catalog import empty as empty_catalog
 from skillindex.query.contextfiles import find_context_files
+from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.store import migrate, queries
@@ -352,6 +353,23 @@ class SkillIndex:
             found = queries.candidates(session, self.index_name, self._root_paths())
             manifests = queries.manifest_files(session, [c.id for c in found])
         return disclose.verify(found, manifests)
+
+    def lock(self, previous: Mapping[str, LockEntry] | None = None) -> dict[str, LockEntry]:
+        """Lock entries (`skills-lock.json`) for the catalog's winners, each folder hashed now.
+
+        A skill already in `previous` keeps its `source` and `sourceType` there.
+        """
+        previous = previous or {}
+        limit = self.settings.max_skill_bytes
+        return {winner.name: lockfile.entry_for(winner.candidate.real_path, cwd=self.env.cwd,
+                                                previous=previous.get(winner.name),
+                                                max_bytes=limit)
+                for winner in self.winners()}
+
+    def verify_lock(self, path: str | Path) -> list[LockDrift]:
+        """The catalog's winners against a lock file: skills added, removed or changed."""
+        locked = lockfile.read(Path(path))
+        return lockfile.compare(locked, self.lock(locked))
 
     @overload
     def audit(self, *, session: str | None = None, skill: str | None = None,

@@ -68,23 +68,31 @@ def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: st
 
 
 @cli.command()
+@click.option("--lock", "lock_path", metavar="PATH", type=click.Path(dir_okay=False),
+              help="Also compare the catalog with this skills-lock.json (skills added, removed "
+              "or changed since it was written).")
 @json_option
 @click.pass_context
-def verify(ctx: click.Context, as_json: bool) -> None:
+def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
     """Hash every indexed file again and report drift.
 
-    Exit 1 when a file changed, vanished or appeared since the last reindex.
+    Exit 1 when a file changed, vanished or appeared since the last reindex, or, with
+    --lock, when the catalog differs from the lock file.
 
     \b
     Examples:
       skillindex verify
       skillindex --json verify
+      skillindex verify --lock skills-lock.json   # what a CI job runs
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
         report = index.verify()
+        locked = None if lock_path is None else index.verify_lock(lock_path)
+    ok = report.ok and not locked
     if options.json:
-        print_json(report.as_dict())
+        print_json({**report.as_dict(), "ok": ok}
+                   | ({} if locked is None else {"lock": [item.as_dict() for item in locked]}))
     elif report.ok:
         click.echo(f"ok: {report.files} files of {report.skills} skills match the index")
     else:
@@ -92,7 +100,16 @@ def verify(ctx: click.Context, as_json: bool) -> None:
                [[item.skill, item.problem, item.resource] for item in report.drift])
         click.echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
                    "records the tree as it is now")
-    if not report.ok:
+    if locked is not None and not options.json:
+        if locked:
+            table(["skill", "lock", "locked hash", "current hash"],
+                  [[item.skill, item.problem, item.locked or "-", item.current or "-"]
+                   for item in locked])
+            click.echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
+                       f"--output {lock_path}` records them as they are now")
+        else:
+            click.echo(f"ok: the catalog matches {lock_path}")
+    if not ok:
         ctx.exit(EXIT_ERROR)
 
 

@@ -1,0 +1,221 @@
+"""Lock files in the `skills` CLI's version-1 format: the folder hash, writing and comparing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillindex.errors import ConfigError, FileReadError
+
+VERSION = 1
+FILE_NAME = "skills-lock.json"
+# Folders the `skills` CLI leaves out of a skill's hash, at any depth.
+SKIPPED_DIRS = frozenset({".git", "node_modules"})
+
+# JavaScript's `a.localeCompare(b)` (ICU's root collation) orders the printable ASCII
+# characters so: punctuation and symbols, digits, then letters with case set aside. Read off
+# node's own sort of the 95 characters; tests/test_lockfile.py checks it against node.
+_ASCII_PRIMARY = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_PRIMARY = {char: weight for weight, char in enumerate(_ASCII_PRIMARY)}
+_LETTERS_END = len(_PRIMARY)
+# The order of accents at the second level (a letter without one comes first), also read
+# off node: combining marks by code point, and "stroke" for the letters drawn with one.
+_MARK_ORDER = (  # noqa: SIM905 - 119 quoted codes read worse
+    "34f 332 313 343 314 301 341 300 340 306 302 30c 30a 342 308 344 30b 303 307 338 "
+    "stroke 327 328 304 30d 30e 312 315 31a 33d 33e 33f 346 34a 34b 34c 350 351 352 357 "
+    "35b 35d 35e 316 317 318 319 31c 31d 31e 31f 320 329 32a 32b 32c 32f 333 33a 33b 33c "
+    "347 348 349 34d 34e 353 354 355 356 359 35a 35c 35f 362 336 337 335 305 309 30f 310 "
+    "311 31b 321 322 323 324 325 326 32d 32e 330 331 334 339 345 358 360 361 363 368 369 "
+    "364 36a 365 36b 366 36c 36d 367 36e 36f"
+).split()
+_MARK = {(chr(int(code, 16)) if code != "stroke" else code): rank + 1
+         for rank, code in enumerate(_MARK_ORDER)}
+# Letters the collation spells as others (with a mark, or at the third level only).
+_MARK["ligature"] = len(_MARK) + 1
+_SPELLED = {"ß": ("ss", "ligature"), "æ": ("ae", "ligature"), "œ": ("oe", "ligature"),
+            "ø": ("o", "stroke"),
+            "đ": ("d", "stroke"), "ł": ("l", "stroke"), "ħ": ("h", "stroke")}
+
+Key = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _primary(char: str) -> int:
+    weight = _PRIMARY.get(char)
+    if weight is not None:
+        return weight
+    # Other scripts follow Latin in the root collation; code point order among them is the
+    # approximation (exact for the Latin letters and accents that real skill paths use).
+    return _LETTERS_END + ord(char)
+
+
+def collation_key(text: str) -> Key:
+    """A sort key that orders strings as JavaScript's `localeCompare` does (three levels).
+
+    Base letters first (case and accents aside), then accents, then case (lower before upper),
+    as the Unicode collation algorithm compares them.
+    """
+    primary: list[int] = []
+    secondary: list[int] = []
+    tertiary: list[int] = []
+    for char in unicodedata.normalize("NFD", text):
+        mark = _MARK.get(char) if unicodedata.combining(char) else None
+        if mark is not None and primary:
+            secondary[-1] = secondary[-1] * 256 + mark
+            continue
+        lower = char.lower()
+        case = 0 if char == lower else 1
+        spelled, stroke = _SPELLED.get(lower, (lower, None))
+        for index, letter in enumerate(spelled):
+            primary.append(_primary(letter))
+            secondary.append(_MARK[stroke] if stroke and index == 0 else 0)
+            tertiary.append(case)
+    return tuple(primary), tuple(secondary), tuple(tertiary)
+
+
+def _js_key_order(key: str) -> bytes:
+    # JavaScript's default `sort()` compares UTF-16 code units.
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+@dataclass(frozen=True, slots=True)
+class LockEntry:
+    """One skill of a lock file: where it came from and the hash of its folder."""
+
+    source: str
+    source_type: str
+    computed_hash: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"source": self.source, "sourceType": self.source_type,
+                "computedHash": self.computed_hash}
+
+
+def folder_files(skill_dir: Path, *, max_bytes: int) -> list[tuple[str, bytes]]:
+    """Every regular file of a skill folder as the `skills` CLI hashes it, in its order.
+
+    Symbolic links are neither followed nor hashed (the CLI's `readdir` reports them as
+    neither file nor folder), `.git` and `node_modules` folders are skipped, hidden files
+    are kept.
+    """
+    found: list[tuple[str, bytes]] = []
+    total = 0
+    pending = [(skill_dir, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRS:
+                        pending.append((Path(entry.path), rel + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    data = _read_regular(Path(entry.path), max_bytes=max_bytes - total)
+                    total += len(data)
+                    found.append((rel, data))
+    found.sort(key=lambda item: collation_key(item[0]))
+    return found
+
+
+def _read_regular(path: Path, *, max_bytes: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise FileReadError(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise FileReadError(f"{path} is not a regular file", path=str(path))
+        if info.st_size > max_bytes:
+            raise FileReadError(f"{path}: the skill is larger than the lock file's limit",
+                                path=str(path))
+        return handle.read(max_bytes + 1)
+
+
+def computed_hash(files: Iterable[tuple[str, bytes]]) -> str:
+    """The `skills` CLI's `computedHash`: sha256 over each relative path, then its bytes."""
+    digest = hashlib.sha256()
+    for rel, data in files:
+        digest.update(rel.encode("utf-8"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def render(entries: Mapping[str, LockEntry]) -> str:
+    """The lock file's text, byte for byte as the CLI writes it (sorted keys, two spaces)."""
+    skills = {name: entries[name].as_json() for name in sorted(entries, key=_js_key_order)}
+    return json.dumps({"version": VERSION, "skills": skills}, indent=2, ensure_ascii=False) + "\n"
+
+
+def parse(text: str, *, source: str) -> dict[str, LockEntry]:
+    """The entries of a lock file; a file that is not one is a ConfigError naming it."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"not a lock file: {exc}", source=source) from exc
+    if not isinstance(document, dict) or not isinstance(document.get("skills"), dict):
+        raise ConfigError('not a lock file: no "skills" object', source=source)
+    version = document.get("version")
+    if version != VERSION:
+        raise ConfigError(f"lock file version {version!r}; this reads version {VERSION}",
+                          source=source)
+    entries: dict[str, LockEntry] = {}
+    for name, entry in document["skills"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("computedHash"), str):
+            raise ConfigError(f"skill {name!r} has no computedHash", source=source)
+        entries[name] = LockEntry(str(entry.get("source", "")), str(entry.get("sourceType", "")),
+                                  entry["computedHash"])
+    return entries
+
+
+@dataclass(frozen=True, slots=True)
+class LockDrift:
+    """One difference between a lock file and the skills the index serves."""
+
+    skill: str
+    problem: str  # added | removed | changed
+    locked: str | None
+    current: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"skill": self.skill, "problem": self.problem, "locked": self.locked,
+                "current": self.current}
+
+
+def compare(locked: Mapping[str, LockEntry], current: Mapping[str, LockEntry]) -> list[LockDrift]:
+    """Skills added since the lock was written, removed from it, or whose folder changed."""
+    drift = [LockDrift(name, "added", None, current[name].computed_hash)
+             for name in current if name not in locked]
+    drift += [LockDrift(name, "removed", locked[name].computed_hash, None)
+              for name in locked if name not in current]
+    drift += [LockDrift(name, "changed", locked[name].computed_hash, current[name].computed_hash)
+              for name in locked
+              if name in current and locked[name].computed_hash != current[name].computed_hash]
+    return sorted(drift, key=lambda item: (item.skill, item.problem))
+
+
+def entry_for(skill_dir: Path, *, cwd: Path, previous: LockEntry | None,
+              max_bytes: int) -> LockEntry:
+    """A skill's lock entry now: its folder hashed; where it came from kept from the old lock."""
+    digest = computed_hash(folder_files(skill_dir, max_bytes=max_bytes))
+    if previous is not None:
+        return LockEntry(previous.source, previous.source_type, digest)
+    try:
+        source = skill_dir.relative_to(cwd).as_posix()
+    except ValueError:
+        source = str(skill_dir)
+    return LockEntry(source, "local", digest)
+
+
+def read(path: Path) -> dict[str, LockEntry]:
+    """The entries of the lock file at `path`; a missing or broken file is a ConfigError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the lock file: {exc}", source=str(path)) from exc
+    return parse(text, source=str(path))

@@ -1,0 +1,200 @@
+"""Lock files: the `skills` CLI's folder hash and format, checked against node where it is."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skillindex.errors import ConfigError
+from skillindex.model import Validation
+from skillindex.query import lockfile
+from skillindex.query.lockfile import LockEntry
+from tests.conftest import OpenIndex, write_skill
+from tests.skilltrees import make_world
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+# The `skills` CLI's hash, as its source computes it: readdir recursively (regular files only,
+# `.git` and `node_modules` skipped), sort by localeCompare, sha256 over path then bytes.
+CLI_HASH_JS = """
+const {readdir, readFile} = require('fs/promises');
+const {join, relative} = require('path');
+const {createHash} = require('crypto');
+async function collect(base, dir, out) {
+  for (const entry of await readdir(dir, {withFileTypes: true})) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name === '.git' || entry.name === 'node_modules') continue;
+      await collect(base, full, out);
+    } else if (entry.isFile()) {
+      out.push({relativePath: relative(base, full).split('\\\\').join('/'),
+                content: await readFile(full)});
+    }
+  }
+}
+(async () => {
+  const files = [];
+  await collect(process.argv[1], process.argv[1], files);
+  files.sort((a, b) => a.relativePath.localeCompare(b.relativePath));
+  const hash = createHash('sha256');
+  for (const file of files) { hash.update(file.relativePath); hash.update(file.content); }
+  console.log(hash.digest('hex'));
+})();
+"""
+
+
+def node(script: str, *args: str, stdin: str = "") -> str:
+    assert NODE is not None
+    return subprocess.run([NODE, "-e", script, *args], input=stdin, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def awkward_skill(root: Path) -> Path:
+    """A skill whose file names exercise every ordering rule and every skipped kind of entry."""
+    skill = write_skill(root, "awkward")
+    for rel in ("Scripts/Run.sh", "scripts/run.sh", "scripts/run-2.sh", "scripts/run_2.sh",
+                "a.md", "A.md", "a/b.md", "ab.md", ".hidden", "_private.txt", "10.txt", "9.txt",
+                "références/é.md", "references/e.md", "Ärger.md", "über/x", ".git/HEAD",
+                "node_modules/x/index.js", "deep/.git/config", "deep/keep.txt"):
+        path = skill / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"{rel}\n".encode())
+    (skill / "link.md").symlink_to(skill / "a.md")
+    (skill / "linked-dir").symlink_to(skill / "deep")
+    return skill
+
+
+def test_folder_files_follow_the_cli_rules(tmp_path: Path) -> None:
+    skill = awkward_skill(tmp_path)
+
+    names = [rel for rel, _ in lockfile.folder_files(skill, max_bytes=1 << 20)]
+
+    # Hidden files are kept; .git and node_modules (at any depth) and links are not.
+    assert ".hidden" in names
+    assert "deep/keep.txt" in names
+    assert not [n for n in names if ".git/" in n or "node_modules" in n or "link" in n]
+    # Case is the last thing compared: a.md, A.md, then a/b.md ('.' sorts before '/').
+    assert names.index("a.md") + 1 == names.index("A.md")
+    assert names.index("A.md") + 1 == names.index("a/b.md")
+
+
+@needs_node
+def test_computed_hash_equals_the_cli_algorithm_under_node(tmp_path: Path) -> None:
+    skill = awkward_skill(tmp_path)
+
+    ours = lockfile.computed_hash(lockfile.folder_files(skill, max_bytes=1 << 20))
+
+    assert ours == node(CLI_HASH_JS, str(skill)).strip()
+
+
+@needs_node
+def test_collation_matches_node_localecompare_on_random_paths() -> None:
+    alphabet = (" _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéÉäÄñçÅøßœæÆØ")
+    rng = random.Random(2640)
+    words = sorted({"".join(rng.choice(alphabet if rng.random() < 0.3 else "abAB/.-_é")
+                            for _ in range(rng.randint(1, 10))) for _ in range(4000)})
+    sort_js = ("let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
+               "const a=JSON.parse(s);a.sort((x,y)=>x.localeCompare(y));"
+               "console.log(JSON.stringify(a))})")
+
+    expected = json.loads(node(sort_js, stdin=json.dumps(words)))
+
+    assert sorted(words, key=lockfile.collation_key) == expected
+
+
+@needs_node
+def test_rendered_file_is_byte_for_byte_what_the_cli_writes() -> None:
+    entries = {name: LockEntry(f"owner/{name}", "github", "ab" * 32)
+               for name in ("pdf", "Zeta", "älpha", "b-2", "b_1", "émoji-😀")}
+    write_js = ("let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
+                "const skills=JSON.parse(s);const sorted={};"
+                "for(const k of Object.keys(skills).sort()) sorted[k]=skills[k];"
+                "process.stdout.write(JSON.stringify({version:1,skills:sorted},null,2)+'\\n')})")
+
+    expected = node(write_js, stdin=json.dumps({k: v.as_json() for k, v in entries.items()}))
+
+    assert lockfile.render(entries) == expected
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{", "not a lock file"),
+    ("[]", 'no "skills" object'),
+    ('{"version": 2, "skills": {}}', "lock file version 2"),
+    ('{"version": 1, "skills": {"pdf": {"source": "x"}}}', "no computedHash"),
+], ids=["broken-json", "not-an-object", "newer-version", "entry-without-hash"])
+def test_a_broken_lock_file_is_a_clear_error(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "skills-lock.json"
+    path.write_text(text)
+
+    with pytest.raises(ConfigError, match=problem):
+        lockfile.read(path)
+
+
+def test_lock_then_verify_reports_added_removed_and_changed(tmp_path: Path,
+                                                            open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    for name in ("keep", "edit", "gone"):
+        write_skill(root, name)
+    index = open_index(root, validation=Validation.LENIENT)
+    index.reindex()
+    lock_path = tmp_path / "skills-lock.json"
+    lock_path.write_text(lockfile.render(index.lock()))
+    assert index.verify_lock(lock_path) == []
+
+    (root / "edit" / "SKILL.md").write_text("---\nname: edit\ndescription: Edited.\n---\nNew.\n")
+    shutil.rmtree(root / "gone")
+    write_skill(root, "new")
+    index.reindex()
+
+    assert [(d.skill, d.problem) for d in index.verify_lock(lock_path)] == [
+        ("edit", "changed"), ("gone", "removed"), ("new", "added")]
+
+
+def test_lock_keeps_the_source_of_skills_it_already_lists(tmp_path: Path,
+                                                          open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    skill = write_skill(root, "pdf")
+    write_skill(root, "local-one")
+    index = open_index(root, validation=Validation.LENIENT)
+    index.reindex()
+
+    entries = index.lock({"pdf": LockEntry("anthropics/skills", "github", "0" * 64)})
+
+    assert entries["pdf"].source == "anthropics/skills"
+    assert entries["pdf"].source_type == "github"
+    assert entries["pdf"].computed_hash == lockfile.computed_hash(
+        lockfile.folder_files(skill, max_bytes=1 << 20))
+    assert entries["local-one"].source_type == "local"
+
+
+def test_cli_lock_and_verify_lock(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skills = world.cwd / ".claude" / "skills"
+    write_skill(skills, "pdf")
+    assert world.run("reindex").exit_code == 0
+
+    written = world.run("lock")
+    lock_path = world.cwd / "skills-lock.json"
+    assert written.exit_code == 0, written.output
+    assert json.loads(lock_path.read_text())["skills"]["pdf"]["sourceType"] == "local"
+    assert world.run("verify", "--lock", str(lock_path)).exit_code == 0
+
+    (skills / "pdf" / "notes.md").write_text("added later\n")
+    os.utime(skills / "pdf")
+    world.run("reindex")
+    drift = world.run("--json", "verify", "--lock", str(lock_path))
+
+    assert drift.exit_code == 1
+    assert json.loads(drift.output)["lock"] == [
+        {"skill": "pdf", "problem": "changed", "locked": json.loads(lock_path.read_text())
+         ["skills"]["pdf"]["computedHash"], "current": lockfile.computed_hash(
+             lockfile.folder_files(skills / "pdf", max_bytes=1 << 20))}]
+    assert world.run("verify", "--lock", str(tmp_path / "nope.json")).exit_code == 2
