@@ -25,7 +25,7 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
     compares the catalog with it later.
 
     \b
-    Example:
+    Examples:
       skillindex lock && git add skills-lock.json
     """
     options = options_of(ctx, as_json)
