@@ -100,7 +100,7 @@ def test_the_body_is_level_2_without_frontmatter(tree: Tree) -> None:
 
 @pytest.mark.parametrize(("rel", "content_type"), [
     ("references/guide.md", "text/markdown"),
-    ("scripts/run.sh", "text/plain"),
+    ("scripts/run.sh", "application/x-sh"),
     ("SKILL.md", "text/markdown"),
     ("empty.txt", "text/plain"),
 ], ids=["markdown", "script", "entry-whole", "empty"])
@@ -117,6 +117,29 @@ def test_a_binary_file_has_bytes_but_no_text(tree: Tree) -> None:
     assert found.data == b"\x89PNG\xff\x00\x01"
     assert found.text is None
     assert found.as_dict()["bytes"] == 7
+
+
+def test_a_file_has_its_real_type(tmp_path: Path, open_index: OpenIndex) -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    files = {"assets/logo.png": (png, "image/png"),
+             "assets/icon": (png, "image/png"),
+             "assets/inter.woff2": (b"wOF2\x00\x01\x00\x00", "font/woff2"),
+             "assets/mono.ttf": (b"\x00\x01\x00\x00\x00\x0f", "font/ttf"),
+             "forms/blank": (b"%PDF-1.7\n\x00\xe2\xe3", "application/pdf"),
+             "forms/form.pdf": (b"%PDF-1.7\n", "application/pdf"),
+             "data/table.json": (b"{}\n", "application/json"),
+             "data/blob": (b"\x00\x01\x02\xff", "application/octet-stream"),
+             "notes/README": (b"plain words\n", "text/plain"),
+             "notes/shot.txt": (png, "image/png"),
+             "notes/latin.txt": ("caf\u00e9\n".encode("latin-1"), "text/plain")}
+    skill = write_skill(tmp_path / "skills", "kit")
+    for rel, (data, _kind) in files.items():
+        (skill / rel).parent.mkdir(parents=True, exist_ok=True)
+        (skill / rel).write_bytes(data)
+    index = open_index(tmp_path / "skills")
+    index.reindex()
+    found = {rel: index.read(f"skill://kit/{rel}", reason="test").content_type for rel in files}
+    assert found == {rel: kind for rel, (_data, kind) in files.items()}
 
 
 def test_percent_encoding_is_decoded_once(tree: Tree) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import errno
+import mimetypes
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from io import RawIOBase
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from skillindex.errors import (
@@ -63,7 +64,8 @@ class SkillRef:
 def parse_uri(uri: str) -> SkillRef:
     """Split `skill://<name>[/<path>]`; the name is taken literally, the path decoded once."""
     if uri[:len(SCHEME)].lower() != SCHEME:
-        raise PathRefusedError(f"not a skill:// URI: {uri!r}")
+        hint = "" if "://" in uri else f" (a skill is read as skill://{uri})"
+        raise PathRefusedError(f"not a skill:// URI: {uri!r}{hint}")
     name, slash, raw = uri[len(SCHEME):].partition("/")
     if not name:
         raise PathRefusedError(f"no skill name in {uri!r}")
@@ -99,8 +101,44 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
-def content_type(rel_path: str) -> str:
-    return MARKDOWN if rel_path.lower().endswith(".md") else PLAIN
+# Python's own table (never the machine's /etc/mime.types, so every host answers alike), with
+# the types skills ship most that older Pythons lack or name differently.
+_TYPES = mimetypes.MimeTypes(filenames=())
+_EXTRA = {".md": MARKDOWN, ".markdown": MARKDOWN, ".woff": "font/woff", ".woff2": "font/woff2",
+          ".ttf": "font/ttf", ".otf": "font/otf", ".js": "text/javascript",
+          ".mjs": "text/javascript", ".ts": "text/x-typescript", ".yaml": "application/yaml",
+          ".yml": "application/yaml", ".toml": "application/toml"}
+# Leading bytes of the binary formats found in skills, for files whose name does not tell.
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"%PDF-", "application/pdf"),
+          (b"PK\x03\x04", "application/zip"), (b"\x1f\x8b", "application/gzip"),
+          (b"wOFF", "font/woff"), (b"wOF2", "font/woff2"), (b"OTTO", "font/otf"),
+          (b"\x00\x01\x00\x00", "font/ttf"), (b"\x00asm", "application/wasm"),
+          (b"\x7fELF", "application/x-executable"))
+BINARY = "application/octet-stream"
+
+
+def content_type(rel_path: str, data: bytes = b"") -> str:
+    """The media type of a skill's file, from its name, and from its bytes when the name says
+    text (or nothing) but the bytes are not text."""
+    suffix = PurePosixPath(rel_path).suffix.lower()
+    guessed = _EXTRA.get(suffix) or _TYPES.guess_type(f"x{suffix}", strict=False)[0]
+    if guessed is not None and not guessed.startswith("text/"):
+        return guessed
+    magic = next((kind for magic, kind in _MAGIC if data.startswith(magic)), None)
+    if magic is not None and (b"\x00" in data or not _is_utf8(data)):
+        return magic  # a PNG named notes.txt, or with no extension at all
+    if guessed is not None:
+        return guessed  # text in another encoding is still text
+    return PLAIN if b"\x00" not in data and _is_utf8(data) else BINARY
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def storable(text: str | None) -> str | None:
@@ -277,7 +315,7 @@ def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFi
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        kind = content_type(ref.resource)
+        kind = content_type(ref.resource, data)
     attempt.bytes = len(handed)
     return Disclosure(uri=uri, skill=ref.name, resource=ref.resource, data=handed, text=text,
                       content_type=kind, path=Path(path), digest=digest, level=ref.level)
