@@ -4,12 +4,50 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from skillindex.errors import SkillIndexError
+from skillindex.errors import (
+    CommandsDisabledError,
+    ConfigError,
+    DeletedFileError,
+    FileReadError,
+    IndexMissingError,
+    IntegrityError,
+    ModifiedFileError,
+    NotFoundError,
+    PathRefusedError,
+    RefusedError,
+    ReindexBusyError,
+    ResourceNotFoundError,
+    SkillIndexError,
+    SkillNotFoundError,
+    StoreError,
+    TooLargeError,
+    UnindexedFileError,
+)
 
 if TYPE_CHECKING:
     from skillindex.api import SkillIndex
 
-__all__ = ["SkillIndex", "SkillIndexError"]
+# The errors are part of the interface: callers catch them by these names.
+__all__ = [
+    "CommandsDisabledError",
+    "ConfigError",
+    "DeletedFileError",
+    "FileReadError",
+    "IndexMissingError",
+    "IntegrityError",
+    "ModifiedFileError",
+    "NotFoundError",
+    "PathRefusedError",
+    "RefusedError",
+    "ReindexBusyError",
+    "ResourceNotFoundError",
+    "SkillIndex",
+    "SkillIndexError",
+    "SkillNotFoundError",
+    "StoreError",
+    "TooLargeError",
+    "UnindexedFileError",
+]
 __version__ = "0.1.0"
 
 

@@ -34,6 +34,7 @@ from skillindex.index import indexer
 from skillindex.index.indexer import Progress
 from skillindex.index.scanner import ENTRY
 from skillindex.model import (
+    AUDIT_OUTCOMES,
     AuditEvent,
     Candidate,
     ContextFile,
@@ -317,7 +318,7 @@ class SkillIndex:
             self.append_event(attempt.record(outcome=outcome, reason=reason, session=session,
                                              time=datetime.now(UTC)))
 
-    def read(self, uri: str, *, reason: str | None, session: str | None = None,
+    def read(self, uri: str, *, reason: str | None = None, session: str | None = None,
              max_bytes: int | None = None) -> Disclosure:
         """`skill://<name>` (the body, level 2) or `skill://<name>/<path>` (a file, level 3).
 
@@ -386,6 +387,9 @@ class SkillIndex:
               levels: bool = False) -> list[AuditEvent] | list[SessionLevels]:
         """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
         start = _since(since)
+        if outcome is not None and outcome not in AUDIT_OUTCOMES:
+            raise ConfigError(f"unknown outcome {outcome!r} (use one of "
+                              f"{', '.join(AUDIT_OUTCOMES)})")
         with self._session() as db:
             if levels:
                 return queries.session_levels(db, self.index_name, session_id=session,

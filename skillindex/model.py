@@ -31,6 +31,10 @@ class Validation(enum.StrEnum):
     LENIENT = "lenient"
 
 
+# What an audit row says happened to a disclosure attempt.
+AUDIT_OUTCOMES = ("ok", "refused", "mismatch", "missing", "not-found", "error")
+
+
 class ResourceKind(enum.StrEnum):
     ENTRY = "entry"  # the SKILL.md itself
     REFERENCE = "reference"

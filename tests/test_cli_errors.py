@@ -149,3 +149,18 @@ def test_usage_errors_have_the_same_style(setup: Path, args: tuple[str, ...]) ->
     line = one_error_line(result)
     assert "--help`" in line
     assert "Usage:" not in result.output
+
+
+def test_an_unknown_audit_outcome_is_a_usage_error(setup: Path) -> None:
+    assert run("reindex").exit_code == 0
+    result = run("audit", "--outcome", "bogus")
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert all(outcome in line for outcome in ("ok", "refused", "mismatch", "not-found"))
+
+
+def test_a_name_without_the_scheme_gets_a_hint(setup: Path) -> None:
+    assert run("reindex").exit_code == 0
+    result = run("read", "skill-1")
+    assert result.exit_code == 4
+    assert "skill://skill-1" in one_error_line(result)

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from skillindex.api import SkillIndex
@@ -80,3 +81,37 @@ def _run(base: Path, tmp_path: Path) -> dict[str, object]:
         "partial": str(found["partial"].status),
         "problems": [p.code for p in state.problems],
     }
+
+
+def run_unprivileged(setup: Callable[[Path], tuple[Path, object]]) -> str:
+    """`setup(base)` prepares files as root in a folder others may enter and returns a folder
+    and a function; the function then runs as nobody and its text comes back."""
+    base = Path(tempfile.mkdtemp(prefix="skillindex-unprivileged-"))
+    os.chmod(base, 0o755)
+    try:
+        _folder, child = setup(base)
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            code = 1
+            try:
+                os.close(reader)
+                if os.geteuid() == 0:
+                    os.setgid(NOBODY)
+                    os.setuid(NOBODY)
+                os.write(writer, str(child()).encode())  # type: ignore[operator]
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as pipe:
+            text = pipe.read().decode()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        return text
+    finally:
+        for folder, _dirs, _files in os.walk(base):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(base)

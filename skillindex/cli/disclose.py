@@ -6,6 +6,7 @@ import click
 
 from skillindex.cli.common import cli, json_option, options_of, print_json, session_option, table
 from skillindex.errors import EXIT_ERROR
+from skillindex.model import AUDIT_OUTCOMES
 
 
 @cli.command()
@@ -116,8 +117,7 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
 @cli.command()
 @session_option
 @click.option("--skill", metavar="NAME", help="Only events of this skill.")
-@click.option("--outcome", metavar="O",
-              help="Only this outcome: ok, refused, mismatch, missing, not-found, error.")
+@click.option("--outcome", type=click.Choice(AUDIT_OUTCOMES), help="Only this outcome.")
 @click.option("--since", metavar="ISO", help="Only events at or after this time (UTC if no zone).")
 @click.option("--levels", is_flag=True, help="Bytes disclosed per level (L1/L2/L3) per session.")
 @json_option
