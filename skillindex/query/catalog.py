@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any, Literal
+
+from skillindex import text as escape
 
 Format = Literal["xml", "markdown", "json"]
 FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")
@@ -18,7 +19,6 @@ CHARS_PER_TOKEN = 4
 ELLIPSIS = "…"
 # A description cut below this many characters says nothing; names-only lines are better then.
 MIN_DESCRIPTION = 16
-_MARKDOWN_BLOCK_START = re.compile(r"^(?:[#>=|~`+*-]|\d+[.)])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,21 +119,6 @@ def budget(max_chars: int | None = None, context_window: int | None = None) -> i
     return DEFAULT_MAX_CHARS
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _markdown(text: str) -> str:
-    # Flattened to one line, so it cannot start a heading or block further down; the start of the
-    # line is escaped, and HTML is neutralized so a comment or tag cannot hide what follows.
-    text = _xml(_flat(text))
-    return f"\\{text}" if _MARKDOWN_BLOCK_START.match(text) else text
-
-
 class _Renderer:
     """Exact text of a catalog, and the exact length of each part, for one format."""
 
@@ -141,21 +126,22 @@ class _Renderer:
         self.fmt = fmt
 
     def entry(self, entry: CatalogEntry) -> str:
-        # Descriptions arrive folded to one line (`build` folds them once); names and locations
-        # are escaped here, markdown folding them too since a path may hold a newline.
+        # Descriptions arrive folded to one line (`build` folds them once). Every field is
+        # escaped here, so budgets are measured on the escaped text; a name or location keeps a
+        # line break visible as `\n` rather than folding it, since it is a different path.
         if self.fmt == "xml":
-            description = (f"<description>{_xml(entry.description)}</description>"
+            description = (f"<description>{escape.xml(entry.description)}</description>"
                            if entry.description else "")
-            return (f"<skill><name>{_xml(entry.name)}</name>{description}"
-                    f"<location>{_xml(entry.location)}</location></skill>\n")
+            return (f"<skill><name>{escape.xml(entry.name)}</name>{description}"
+                    f"<location>{escape.xml(entry.location)}</location></skill>\n")
         if self.fmt == "markdown":
-            description = f"{_markdown(entry.description)}\n" if entry.description else ""
-            return (f"## {_markdown(entry.name)}\n{description}"
-                    f"Location: {_markdown(entry.location)}\n\n")
+            description = f"{escape.markdown(entry.description)}\n" if entry.description else ""
+            return (f"## {escape.markdown(entry.name)}\n{description}"
+                    f"Location: {escape.markdown(entry.location)}\n\n")
         fields = {"name": entry.name, "location": entry.location}
         if entry.description:
             fields["description"] = entry.description
-        return json.dumps(fields, ensure_ascii=False)
+        return escape.json_safe(json.dumps(fields, ensure_ascii=False))
 
     def frame(self) -> tuple[str, str, str]:
         """Text before the entries, between two entries, after the entries."""
@@ -180,7 +166,7 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catal
     """Everything in full if it fits; else descriptions shortened evenly; else names only."""
     renderer = _Renderer(fmt)
     # Descriptions are folded to one line once, here; everything below works on folded text.
-    items = [CatalogItem(i.name, _flat(i.description), i.location) for i in items]
+    items = [CatalogItem(i.name, escape.fold(i.description), i.location) for i in items]
     full = [CatalogEntry(i.name, i.description, i.location) for i in items]
     text = renderer.render(full)
     if len(text) <= max_chars:

@@ -15,7 +15,7 @@ from skillindex.query.resolve import Rules
 from skillindex.store.fastpath import cached_payload, sqlite_file
 
 # Part of every cached catalog's key: bump it when rendering or resolution changes.
-CATALOG_VERSION = 1
+CATALOG_VERSION = 2
 
 
 def catalog_key(*, limit: int, fmt: str, has_read: bool, runs: Sequence[tuple[str, int]],
