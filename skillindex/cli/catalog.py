@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from skillindex.cli.common import cli, json_option, options_of, print_json
+from skillindex import text as escape
+from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 
 
 @cli.command()
@@ -50,9 +51,10 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
     if options.json:
         print_json(result.as_dict())
     else:
-        click.echo(result.text, nl=False)
+        # Rendering escaped the text already; escaping again here only guards the terminal.
+        click.echo(escape.terminal(result.text, keep_newlines=True), nl=False)
     shortened, omitted = len(result.truncated), len(result.omitted)
     if shortened or omitted:
-        click.echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
+        echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
                    f"{result.max_chars} characters; {shortened} descriptions shortened, "
                    f"{omitted} skills omitted", err=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from skillindex import __version__
+from skillindex import text as escape
 from skillindex.errors import EXIT_ERROR, EXIT_OK, SkillIndexError
 
 if TYPE_CHECKING:  # typing only, without importing SQLAlchemy at start-up
@@ -40,9 +41,16 @@ class Options:
 
 
 def error_line(message: str) -> str:
-    """The one shape of every error the user sees: one line, prefixed with the program."""
+    """The one shape of every error the user sees: one line, prefixed with the program, with
+    what it quotes (names, paths) shown escaped."""
     first, *rest = str(message).strip().splitlines() or [""]
-    return f"{PROG}: error: {first}" + (" …" if rest else "")
+    return f"{PROG}: error: {escape.terminal(first)}" + (" …" if rest else "")
+
+
+def echo(line: str, *, err: bool = False) -> None:
+    """Print one line of human output; whatever it quotes from disk or the store (names, paths,
+    messages) is shown escaped, so it can neither steer the terminal nor start a line."""
+    click.echo(escape.terminal(line), err=err)
 
 
 def fail(ctx: click.Context, message: str, code: int) -> NoReturn:
@@ -137,7 +145,9 @@ class _Group(click.Group):
         except SkillIndexError as exc:
             if _debug(ctx):
                 traceback.print_exc()
-            fail(ctx, exc.message, exc.exit_code)
+            # Our own messages are one line but for what they quote: a name or path holding a
+            # newline stays whole, escaped, rather than cut at its newline.
+            fail(ctx, escape.terminal(exc.message), exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -174,7 +184,8 @@ def options_of(ctx: click.Context, as_json: bool = False) -> Options:
 
 
 def print_json(value: object) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    """JSON keeps every string exact; characters a terminal must not receive are `\\u` escapes."""
+    click.echo(escape.json_safe(json.dumps(value, indent=2, ensure_ascii=False)))
 
 
 session_option = click.option("--session", "session_id", metavar="ID",
@@ -220,7 +231,7 @@ def count(number: int, noun: str) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     if not rows:
         return
-    cells = [[str(cell) for cell in row] for row in rows]
+    cells = [[escape.terminal(str(cell)) for cell in row] for row in rows]
     widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
     widths[-1] = 0
     click.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())

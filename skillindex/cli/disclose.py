@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from skillindex.cli.common import cli, json_option, options_of, print_json, session_option, table
+from skillindex.cli.common import (
+    cli,
+    echo,
+    json_option,
+    options_of,
+    print_json,
+    session_option,
+    table,
+)
 from skillindex.errors import EXIT_ERROR
 from skillindex.model import AUDIT_OUTCOMES
 
@@ -95,11 +103,11 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
         print_json({**report.as_dict(), "ok": ok}
                    | ({} if locked is None else {"lock": [item.as_dict() for item in locked]}))
     elif report.ok:
-        click.echo(f"ok: {report.files} files of {report.skills} skills match the index")
+        echo(f"ok: {report.files} files of {report.skills} skills match the index")
     else:
         table(["skill", "problem", "resource"],
                [[item.skill, item.problem, item.resource] for item in report.drift])
-        click.echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
+        echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
                    "records the tree as it is now")
     if locked is not None and not options.json:
         if locked:
@@ -150,7 +158,7 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
     if options.json:
         print_json([event.as_dict() for event in events])
     elif not events:
-        click.echo("no audit events")
+        echo("no audit events")
     else:
         table(["time", "session", "event", "outcome", "level", "bytes", "skill", "resource"],
                [[e.time.isoformat(timespec="seconds"), e.session or "-", e.event, e.outcome,

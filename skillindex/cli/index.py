@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from skillindex import text as escape
 from skillindex.cli.common import (
     candidate_table,
     cli,
     count,
+    echo,
     json_option,
     options_of,
     print_json,
@@ -32,7 +34,7 @@ class _Progress:
             return
         self.last = now
         total = f"/{expected}" if expected else ""
-        line = f"indexing {done}{total} skills  {root}"
+        line = f"indexing {done}{total} skills  {escape.terminal(root)}"
         click.echo(f"\r{line[:100]:<100}", nl=False, err=True)
         self.shown = True
 
@@ -65,7 +67,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
     with options.open(create=True) as index:
 
         def waiting(holder: str) -> None:
-            click.echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
+            echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
                        f"waiting up to {index.settings.reindex_timeout:g} s", err=True)
 
         try:
@@ -77,18 +79,18 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
     if options.json:
         print_json(report.as_dict())
         return
-    click.echo(
+    echo(
         f"indexed {count(report.seen, 'skill')} in {count(report.roots, 'root')}: "
         f"{report.added} added, "
         f"{report.changed} changed, {report.unchanged} unchanged, {report.removed} removed, "
         f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
     for problem in report.problems:
-        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
+        echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
     if report.seen == 0:
-        click.echo("no skills found; put skills in ~/.claude/skills/<name>/SKILL.md, or list "
+        echo("no skills found; put skills in ~/.claude/skills/<name>/SKILL.md, or list "
                    "roots in the settings file (see `skillindex roots`)")
     else:
-        click.echo("`skillindex list` shows the skills in the catalog"
+        echo("`skillindex list` shows the skills in the catalog"
                    + (", `skillindex rejections` why some were rejected" if report.rejected
                       else ""))
 
@@ -112,7 +114,7 @@ def candidates(ctx: click.Context, as_json: bool) -> None:
     if options.json:
         print_json([c.as_dict() for c in found])
     elif not found:
-        click.echo("no candidates indexed for this directory; run `skillindex reindex`")
+        echo("no candidates indexed for this directory; run `skillindex reindex`")
     else:
         candidate_table(found)
 
@@ -135,11 +137,11 @@ def rejections(ctx: click.Context, as_json: bool) -> None:
         print_json([c.as_dict() for c in found])
         return
     if not found:
-        click.echo("no rejected skills")
+        echo("no rejected skills")
     for candidate in found:
-        click.echo(f"{candidate.name or candidate.directory.name}  {candidate.path}")
+        echo(f"{candidate.name or candidate.directory.name}  {candidate.path}")
         for finding in candidate.findings:
-            click.echo(f"  {finding.severity:<7} {finding.code}: {finding.message}")
+            echo(f"  {finding.severity:<7} {finding.code}: {finding.message}")
 
 
 @cli.command()
@@ -167,9 +169,9 @@ def roots(ctx: click.Context, as_json: bool) -> None:
              _root_state(s), s.spec.path] for s in states])
     for state in states:
         for problem in state.problems:
-            click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+            echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
     for problem in problems:
-        click.echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
+        echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
 
 
 def _root_state(state: Any) -> str:
@@ -199,14 +201,14 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     if options.json:
         print_json([winner.as_dict() for winner in resolution.winners])
     elif not resolution.winners:
-        click.echo("no skills in the catalog; `skillindex candidates` shows what was found and "
+        echo("no skills in the catalog; `skillindex candidates` shows what was found and "
                    "`skillindex explain NAME` why a skill is left out")
     else:
         table(["name", "scope", "provider", "prec", "path"],
                [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
                  w.candidate.path] for w in resolution.winners])
     for collision in resolution.collisions:
-        click.echo(f"warning: {collision.message}", err=True)
+        echo(f"warning: {collision.message}", err=True)
 
 
 @cli.command()
@@ -231,14 +233,14 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         return
     for winner in explanation.winners:
         alias = f" as {winner.name}" if winner.name != explanation.name else ""
-        click.echo(f"{explanation.name}: in the catalog{alias}: {winner.candidate.path}")
+        echo(f"{explanation.name}: in the catalog{alias}: {winner.candidate.path}")
     if not explanation.winners:
-        click.echo(f"{explanation.name}: not in the catalog")
+        echo(f"{explanation.name}: not in the catalog")
     for verdict in explanation.verdicts:
         c = verdict.candidate
-        click.echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
+        echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
                    f"{c.path}")
-        click.echo(f"  {'':<9}  {verdict.reason}")
+        echo(f"  {'':<9}  {verdict.reason}")
 
 
 @cli.command()
@@ -262,7 +264,7 @@ def context(ctx: click.Context, as_json: bool) -> None:
     if options.json:
         print_json([item.as_dict() for item in found])
     elif not found:
-        click.echo(f"no context files ({', '.join(names)}) in this directory or its ancestors")
+        echo(f"no context files ({', '.join(names)}) in this directory or its ancestors")
     else:
         table(["depth", "size", "sha256", "path"],
                [[f.depth, f.size, f.sha256[:16], f.path] for f in found])
