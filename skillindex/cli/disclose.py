@@ -108,16 +108,16 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
         table(["skill", "problem", "resource"],
                [[item.skill, item.problem, item.resource] for item in report.drift])
         echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
-                   "records the tree as it is now")
+             "records the tree as it is now")
     if locked is not None and not options.json:
         if locked:
             table(["skill", "lock", "locked hash", "current hash"],
                   [[item.skill, item.problem, item.locked or "-", item.current or "-"]
                    for item in locked])
-            click.echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
-                       f"--output {lock_path}` records them as they are now")
+            echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
+                 f"--output {lock_path}` records them as they are now")
         else:
-            click.echo(f"ok: the catalog matches {lock_path}")
+            echo(f"ok: the catalog matches {lock_path}")
     if not ok:
         ctx.exit(EXIT_ERROR)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from skillindex.cli.common import cli, json_option, options_of, print_json
+from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 from skillindex.errors import ConfigError
 from skillindex.query import lockfile
 
@@ -45,4 +45,4 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
     if options.json:
         print_json({"path": str(target), "skills": {k: v.as_json() for k, v in entries.items()}})
     else:
-        click.echo(f"wrote {target}: {len(entries)} skills")
+        echo(f"wrote {target}: {len(entries)} skills")
