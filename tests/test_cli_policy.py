@@ -42,11 +42,44 @@ def test_list_shows_the_winners_and_warns_about_collisions(world: World) -> None
     result = world.run("list")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "SCOPE", "PROVIDER", "PREC", "PATH"]
+    assert lines[0].split() == ["NAME", "SCOPE", "PROVIDER", "PREC", "WARNINGS", "PATH"]
     assert [line.split()[0] for line in lines[1:]] == ["pdf", "docx"]
     assert str(project) in lines[1]
-    assert f"warning: name collision: 'pdf' is declared by 2 files ({project}, {user})" in (
-        result.stderr)
+    assert str(user) not in result.output
+    assert result.stderr == ("note: 1 name declared by more than one skill (pdf); `skillindex "
+                             "explain NAME` shows which one is used and why\n")
+
+
+def test_many_collisions_are_one_line_and_none_with_json(world: World) -> None:
+    for name in ("pdf", "docx", "xlsx", "pptx"):
+        for where in (world.repo / ".claude", world.home / ".claude", world.home / ".agents"):
+            write_skill(where / "skills", name)
+    indexed(world)
+    result = world.run("list")
+    assert result.stderr.splitlines() == [
+        "note: 4 names declared by more than one skill (docx, pdf, pptx, …); "
+        "`skillindex explain NAME` shows which one is used and why"]
+    shown = world.run("--json", "list")
+    assert shown.stderr == ""
+    assert {entry["collision"]["name"] for entry in json.loads(shown.stdout)} == {
+        "pdf", "docx", "xlsx", "pptx"}
+
+
+def test_warnings_show_in_human_output(world: World) -> None:
+    root = world.home / ".claude" / "skills"
+    write_skill(root, "pdf", description="Build for AWS: ECS")  # YAML refuses the second colon
+    secret = world.tmp / "secret.txt"
+    secret.write_text("outside\n")
+    (root / "pdf" / "leak.txt").symlink_to(secret)
+    indexed(world)
+    listed = world.run("list").stdout
+    candidates = world.run("candidates").stdout
+    for table in (listed, candidates):
+        row = next(line for line in table.splitlines() if line.startswith("pdf "))
+        assert "symlink-escape" in row and "yaml-repaired" in row
+    explained = world.run("explain", "pdf").stdout
+    assert "warning symlink-escape: " in explained
+    assert "warning yaml-repaired: " in explained
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
@@ -101,7 +134,7 @@ def build(world: World, case: str) -> tuple[str, Path]:
 @pytest.mark.parametrize(("case", "reason"), [
     ("winner", "the only usable candidate (user claude root, precedence 80)"),
     ("shadowed", "shadowed by {repo}/.claude/skills/pdf/SKILL.md (same precedence 80; "
-                 "its root is registered earlier)"),
+                 "its root {repo}/.claude/skills is registered before {home}/.claude/skills)"),
     ("filtered", "source switched off (enable_claude_user = false)"),
     ("disabled", "its frontmatter says enabled: false"),
     ("duplicate", "same skill directory as {repo}/.xcsh/skills/pdf/SKILL.md"),
@@ -118,7 +151,7 @@ def test_explain_names_the_outcome_and_the_reason(world: World, case: str,
     row = next(n for n, line in enumerate(lines)
                if line.startswith("  ") and line.endswith(str(target)))
     assert lines[row].split()[:4] == [case, "80", "user", "claude"]
-    assert reason.format(repo=world.repo) in lines[row + 1]
+    assert reason.format(repo=world.repo, home=world.home) in lines[row + 1]
     assert len(lines) <= 24  # one screen
     if case == "winner":
         assert used == [f"pdf: in the catalog: {target}"]
@@ -130,7 +163,7 @@ def test_explain_names_the_outcome_and_the_reason(world: World, case: str,
     [mine] = [c for c in document["candidates"] if c["path"] == str(target)]
     assert set(mine) >= CANDIDATE_KEYS
     assert mine["outcome"] == case
-    assert reason.format(repo=world.repo) in mine["reason"]
+    assert reason.format(repo=world.repo, home=world.home) in mine["reason"]
     if case == "winner":
         assert document["winner"]["path"] == str(target)
 

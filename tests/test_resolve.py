@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,7 @@ def two_files(w: World) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize(("high", "low", "reason"), [
     (200, 100, "precedence 200 > 100"),
-    (100, 100, "same precedence 100; its root is registered earlier"),
+    (100, 100, "same precedence 100; its root {a} is registered before {b}"),
 ], ids=["higher-wins", "tie-goes-to-registration-order"])
 def test_precedence_policy(tmp_path: Path, high: int, low: int, reason: str) -> None:
     w = make_world(tmp_path)
@@ -195,6 +196,7 @@ def test_precedence_policy(tmp_path: Path, high: int, low: int, reason: str) -> 
     [collision] = resolution.collisions
     assert (collision.paths, collision.kept) == ((first, second), (first,))
     assert str(first) in collision.message and str(second) in collision.message
+    reason = reason.format(a=w.tmp / "a", b=w.tmp / "b")
     assert [(str(v.outcome), v.reason) for v in explained.verdicts][1] == (
         "shadowed", f"shadowed by {first} ({reason})")
     assert explained.winners[0].collision == collision
@@ -301,6 +303,25 @@ def test_a_qualified_name_never_takes_a_name_that_is_declared() -> None:
     rules = Rules(enabled=True, ignored=(), included=(), policy="qualify")
     names = [w.name for w in resolve(found, roots, rules).winners]
     assert names == ["user:pdf", "a.user:pdf", "project:pdf"]
+
+
+def test_a_tie_inside_one_root_is_decided_by_path_order() -> None:
+    # Lenient roots accept a name that differs from its directory: two folders, one name.
+    first = candidate("/skills", "pdf", Scope.USER, 80, 0)
+    second = replace(first, path=Path("/skills/pdf-v2/SKILL.md"),
+                     directory=Path("/skills/pdf-v2"), real_path=Path("/skills/pdf-v2"))
+    roots = [RootSpec(path=Path("/skills"), scope=Scope.USER, provider="skills", precedence=80,
+                      position=0)]
+    rules = Rules(enabled=True, ignored=(), included=(), policy="precedence")
+    explained = explain(resolve([first, second], roots, rules), "pdf")
+    assert explained is not None
+    winner, loser = explained.verdicts
+    assert winner.candidate.path == second.path  # "pdf-v2/" sorts before "pdf/": '-' < '/'
+    assert "same root, where the first in path order wins" in winner.reason
+    assert "registered" not in winner.reason + loser.reason
+    assert loser.reason == ("shadowed by /skills/pdf-v2/SKILL.md (same root /skills; of files in "
+                            "one root the first in path order wins (pdf-v2/SKILL.md before "
+                            "pdf/SKILL.md))")
 
 
 # --- the plan, not the stored root, decides precedence -------------------------------------------

@@ -239,7 +239,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
+def finding_codes(candidate: Any) -> str:
+    """The codes of a candidate's findings, errors first: what a table row has room for."""
+    codes = sorted({(f.severity != "error", f.code) for f in candidate.findings})
+    return ",".join(code for _, code in codes) or "-"
+
+
 def candidate_table(candidates: Sequence[Any]) -> None:
-    table(["name", "status", "scope", "provider", "prec", "path"],
-           [[c.name or "-", c.status, c.scope, c.provider, c.precedence, c.path]
-            for c in candidates])
+    table(["name", "status", "scope", "provider", "prec", "findings", "path"],
+           [[c.name or "-", c.status, c.scope, c.provider, c.precedence, finding_codes(c),
+             c.path] for c in candidates])

@@ -14,6 +14,7 @@ from skillindex.cli.common import (
     cli,
     count,
     echo,
+    finding_codes,
     json_option,
     options_of,
     print_json,
@@ -204,11 +205,16 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
                    "`skillindex explain NAME` why a skill is left out")
     else:
-        table(["name", "scope", "provider", "prec", "path"],
+        table(["name", "scope", "provider", "prec", "warnings", "path"],
                [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
-                 w.candidate.path] for w in resolution.winners])
-    for collision in resolution.collisions:
-        echo(f"warning: {collision.message}", err=True)
+                 finding_codes(w.candidate), w.candidate.path] for w in resolution.winners])
+    if resolution.collisions and not options.json:
+        # One line, however many: each collision is data (`--json`: collision), and explain
+        # tells the whole story of a name.
+        names = [c.name for c in resolution.collisions]
+        shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        echo(f"note: {count(len(names), 'name')} declared by more than one skill ({shown}); "
+             "`skillindex explain NAME` shows which one is used and why", err=True)
 
 
 @cli.command()
@@ -241,6 +247,9 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
                    f"{c.path}")
         echo(f"  {'':<9}  {verdict.reason}")
+        for finding in c.findings:
+            if finding.severity == "warning" or verdict.outcome != "rejected":
+                echo(f"  {'':<9}  {finding.severity} {finding.code}: {finding.message}")
 
 
 @cli.command()

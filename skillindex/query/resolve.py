@@ -225,9 +225,21 @@ def _source(candidate: Candidate) -> str:
 
 
 def _beats(winner: Candidate, loser: Candidate) -> str:
+    """What really put `winner` first: precedence, then registration order, then the path."""
     if winner.precedence > loser.precedence:
         return f"precedence {winner.precedence} > {loser.precedence}"
-    return f"same precedence {winner.precedence}; its root is registered earlier"
+    if winner.position != loser.position:
+        return (f"same precedence {winner.precedence}; its root {winner.root} is registered "
+                f"before {loser.root}")
+    return (f"same root {winner.root}; of files in one root the first in path order wins "
+            f"({_within(winner)} before {_within(loser)})")
+
+
+def _within(candidate: Candidate) -> str:
+    try:
+        return str(candidate.path.relative_to(candidate.root))
+    except ValueError:
+        return str(candidate.path)
 
 
 def _apply_policy(name: str, group: list[Candidate], policy: str,
@@ -262,9 +274,12 @@ def _apply_policy(name: str, group: list[Candidate], policy: str,
         return verdicts
     if top.precedence > group[1].precedence:
         why = f"the highest precedence of the {len(group)} files declaring this name"
-    else:
+    elif top.position != group[1].position:
         why = (f"{len(group)} files declare this name; at precedence {top.precedence} the root "
                "registered first wins")
+    else:
+        why = (f"{len(group)} files declare this name; at precedence {top.precedence} they are "
+               f"in the same root, where the first in path order wins")
     verdicts = [Verdict(top, Outcome.WINNER, f"{why} ({_source(top)})", name)]
     verdicts.extend(Verdict(c, Outcome.SHADOWED, f"shadowed by {top.path} ({_beats(top, c)})")
                     for c in group[1:])
