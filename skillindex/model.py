@@ -54,6 +54,18 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class FindingCount:
+    """How many candidates carry a finding of one code and severity."""
+
+    code: str
+    severity: Severity
+    candidates: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"code": self.code, "severity": str(self.severity), "candidates": self.candidates}
+
+
+@dataclass(frozen=True, slots=True)
 class FileStat:
     """The identity of a file's version: unchanged when all four fields are unchanged."""
 
@@ -83,7 +95,7 @@ class RootSpec:
     position: int = 0  # registration order; breaks precedence ties
     max_depth: int = 1
     require_description: bool = True
-    validation: Validation = Validation.STRICT
+    validation: Validation = Validation.LENIENT
     name_prefix: str = ""  # claude-plugins qualify their names as `plugin:name`
     disabled_by: str | None = None  # the setting that switched this source off, if any
     allow_hardlinks: bool = False  # disclose files with more than one link

@@ -180,26 +180,24 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                 disabled_by = None if any_toggle else "every enable_* toggle is false"
             else:
                 disabled_by = None if toggles[source.toggle] else f"{source.toggle} = false"
-            strict = provider == NATIVE
             add(RootSpec(
                 path=normalize(source.path, env), scope=source.scope, provider=provider,
                 precedence=PRIORITY[provider],
                 max_depth=CODEX_MAX_DEPTH if provider == CODEX else 1,
-                require_description=strict,
-                validation=settings.validation
-                or (Validation.STRICT if strict else Validation.LENIENT),
+                require_description=provider == NATIVE,
+                validation=settings.validation or Validation.LENIENT,
                 name_prefix=source.name_prefix, disabled_by=disabled_by,
                 allow_hardlinks=settings.allow_hardlinks))
     for directory in settings.custom_directories:
         add(RootSpec(path=normalize(directory, env), scope=Scope.USER, provider=CUSTOM,
                      precedence=PRIORITY[CUSTOM], require_description=True,
-                     validation=settings.validation or Validation.STRICT,
+                     validation=settings.validation or Validation.LENIENT,
                      allow_hardlinks=settings.allow_hardlinks))
     for root in settings.roots:
         add(RootSpec(path=normalize(root.path, env), scope=root.scope, provider=root.provider,
                      precedence=root.precedence, max_depth=root.max_depth,
                      require_description=root.require_description,
-                     validation=root.validation or settings.validation or Validation.STRICT,
+                     validation=root.validation or settings.validation or Validation.LENIENT,
                      allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
                      else root.allow_hardlinks))
     return RootPlan(tuple(specs), tuple(problems))

@@ -20,7 +20,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home with one good and one broken skill and a settings file naming the root."""
     root = tmp_path / "skills"
     write_skill(root, "pdf", description="Read PDFs.")
-    write_skill(root, "broken", "name: [oops\n")
+    (write_skill(root, "broken") / "SKILL.md").write_text("no frontmatter at all\n")
     isolate_cli(tmp_path, monkeypatch, root)
     return tmp_path
 
@@ -57,8 +57,8 @@ def test_candidates_and_rejections(setup: Path) -> None:
     assert set(rows[0]) >= {"name", "path", "root", "scope", "provider", "precedence", "status",
                             "findings"}
     rejected = json.loads(run("--json", "rejections").output)
-    assert [f["code"] for f in rejected[0]["findings"]] == ["yaml-invalid"]
-    assert "yaml-invalid" in run("rejections").output
+    assert [f["code"] for f in rejected[0]["findings"]] == ["frontmatter-missing"]
+    assert "frontmatter-missing" in run("rejections").output
 
 
 def test_roots(setup: Path) -> None:

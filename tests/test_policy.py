@@ -90,10 +90,17 @@ def test_lenient_still_needs_a_usable_name(name: str) -> None:
     assert "name-invalid" in errors(result)
 
 
-def test_description_limits() -> None:
-    assert verdict(f"name: pdf\ndescription: {'d' * 1024}\n").status is Status.ACCEPTED
-    too_long = verdict(f"name: pdf\ndescription: {'d' * 1025}\n", root=spec(Validation.LENIENT))
-    assert errors(too_long) == ["description-too-long"]
+@pytest.mark.parametrize(("field", "limit"), [("description", 1024), ("compatibility", 500)])
+def test_length_limits_reject_in_strict_mode_and_warn_in_lenient(field: str, limit: int) -> None:
+    head = "name: pdf\n" + ("" if field == "description" else "description: d\n")
+    assert verdict(f"{head}{field}: {'d' * limit}\n").status is Status.ACCEPTED
+    over = f"{head}{field}: {'d' * (limit + 1)}\n"
+    strict = verdict(over, root=spec(Validation.STRICT))
+    assert errors(strict) == [f"{field}-too-long"]
+    # A real host loads such a skill (one vendor's own had 1,068 characters); so does lenient.
+    lenient = verdict(over, root=spec(Validation.LENIENT))
+    assert lenient.status is Status.ACCEPTED
+    assert warnings(lenient) == [f"{field}-too-long"]
 
 
 def test_description_required_only_where_the_root_says_so() -> None:

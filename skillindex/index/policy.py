@@ -47,7 +47,7 @@ def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
     spec = Severity.WARNING if lenient else Severity.ERROR
 
     name = _judge_name(fields, dir_name, spec, findings)
-    description = _judge_description(fields, root.require_description, findings)
+    description = _judge_description(fields, root.require_description, spec, findings)
     enabled = _judge_enabled(fields, findings)
     _judge_optional(fields, spec, findings)
     for key in sorted(set(fields) - KNOWN_FIELDS):
@@ -87,7 +87,7 @@ def _judge_name(fields: dict[str, Any], dir_name: str, spec: Severity,
     return name
 
 
-def _judge_description(fields: dict[str, Any], required: bool,
+def _judge_description(fields: dict[str, Any], required: bool, spec: Severity,
                        findings: list[Finding]) -> str | None:
     raw = fields.get("description")
     if raw is not None and not isinstance(raw, str):
@@ -100,8 +100,9 @@ def _judge_description(fields: dict[str, Any], required: bool,
         findings.append(Finding("description-missing", severity, "description is missing or empty"))
         return None
     if len(description) > MAX_DESCRIPTION:
+        # Hosts load such skills; lenient mode keeps them and the catalog budget shortens them.
         findings.append(Finding(
-            "description-too-long", Severity.ERROR,
+            "description-too-long", spec,
             f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}"))
     return description
 
@@ -124,7 +125,7 @@ def _judge_optional(fields: dict[str, Any], spec: Severity, findings: list[Findi
     compatibility = fields.get("compatibility")
     if isinstance(compatibility, str) and len(compatibility) > MAX_COMPATIBILITY:
         findings.append(Finding(
-            "compatibility-too-long", Severity.ERROR,
+            "compatibility-too-long", spec,
             f"compatibility is {len(compatibility)} characters; the limit is {MAX_COMPATIBILITY}"))
     tools = fields.get("allowed-tools")
     if tools is not None and not isinstance(tools, str):
