@@ -39,6 +39,7 @@ from skillindex.model import (
     Candidate,
     ContextFile,
     Disclosure,
+    FindingCount,
     IndexReport,
     Level,
     ManifestFile,
@@ -159,15 +160,35 @@ class SkillIndex:
         except SQLAlchemyError as exc:
             raise store_error(exc, "write the index", url=self.engine.url) from exc
 
-    def candidates(self) -> list[Candidate]:
-        """Every candidate of the roots that apply here, valid or not, in precedence order."""
+    def candidates(self, *, code: str | None = None,
+                   limit: int | None = None) -> list[Candidate]:
+        """Every candidate of the roots that apply here, valid or not, in precedence order;
+        with `code`, those with a finding of that code; with `limit`, the first so many."""
+        _check_limit(limit)
         with self._session() as session:
-            return queries.candidates(session, self.index_name, self._root_paths())
+            return queries.candidates(session, self.index_name, self._root_paths(), code=code,
+                                      limit=limit)
 
-    def rejections(self) -> list[Candidate]:
+    def rejections(self, *, code: str | None = None,
+                   limit: int | None = None) -> list[Candidate]:
+        """The rejected candidates, filtered as `candidates`."""
+        _check_limit(limit)
         with self._session() as session:
             return queries.candidates(session, self.index_name, self._root_paths(),
-                                      status=Status.REJECTED)
+                                      status=Status.REJECTED, code=code, limit=limit)
+
+    def count(self, *, rejected: bool = False) -> int:
+        """How many candidates (rejected ones with `rejected`) the roots here hold."""
+        with self._session() as session:
+            return queries.candidate_count(session, self.index_name, self._root_paths(),
+                                           status=Status.REJECTED if rejected else None)
+
+    def finding_counts(self, *, rejected: bool = False) -> list[FindingCount]:
+        """How many candidates carry each finding code, the most common first; with
+        `rejected`, only the errors that rejected candidates (the reasons)."""
+        with self._session() as session:
+            return queries.finding_counts(session, self.index_name, self._root_paths(),
+                                          status=Status.REJECTED if rejected else None)
 
     def roots(self) -> list[RootState]:
         with self._session() as session:
@@ -396,6 +417,11 @@ class SkillIndex:
                                               skill=skill, outcome=outcome, since=start)
             return queries.events(db, self.index_name, session_id=session, skill=skill,
                                   outcome=outcome, since=start)
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ConfigError(f"limit must be 0 or more, not {limit}")
 
 
 def _environment(env: Environment | None, cwd: str | Path | None) -> Environment:

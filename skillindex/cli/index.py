@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -20,6 +21,7 @@ from skillindex.cli.common import (
     print_json,
     table,
 )
+from skillindex.model import FindingCount
 
 
 class _Progress:
@@ -96,53 +98,105 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
                       else ""))
 
 
+def _narrowing(command: Callable[..., None]) -> Callable[..., None]:
+    """--summary, --code and --limit, shared by candidates and rejections."""
+    command = click.option("--limit", type=click.IntRange(min=0), metavar="N",
+                           help="Only the first N (in precedence order).")(command)
+    command = click.option("--code", metavar="CODE",
+                           help="Only those with a finding of this code (e.g. yaml-invalid).")(
+                               command)
+    return click.option("--summary", is_flag=True,
+                        help="Count the skills per finding code instead of listing them.")(
+                            command)
+
+
+def _summary(counts: Sequence[FindingCount], total: int, noun: str) -> None:
+    if not counts:
+        echo(f"no findings among {count(total, noun)}")
+        return
+    table(["skills", "severity", "code"], [[c.candidates, c.severity, c.code] for c in counts])
+    echo(f"{count(total, noun)}; `--code CODE` lists those with one code")
+
+
+def _more(shown: int, limit: int | None) -> None:
+    if limit is not None and shown == limit:
+        echo(f"(the first {count(shown, 'skill')}; raise --limit to see more)", err=True)
+
+
 @cli.command()
+@_narrowing
 @json_option
 @click.pass_context
-def candidates(ctx: click.Context, as_json: bool) -> None:
+def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int | None,
+               as_json: bool) -> None:
     """List every skill found under the roots of this directory.
 
-    Accepted and rejected ones alike, in precedence order.
+    Accepted and rejected ones alike, in precedence order, with the codes of their findings.
 
     \b
     Examples:
       skillindex candidates
+      skillindex candidates --summary
+      skillindex candidates --code yaml-repaired --limit 20
       skillindex --json candidates
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        found = index.candidates()
-    if options.json:
+        if summary:
+            counts, total = index.finding_counts(), index.count()
+        else:
+            found = index.candidates(code=code, limit=limit)
+    if summary:
+        if options.json:
+            print_json({"candidates": total, "codes": [c.as_dict() for c in counts]})
+        else:
+            _summary(counts, total, "candidate")
+    elif options.json:
         print_json([c.as_dict() for c in found])
     elif not found:
-        echo("no candidates indexed for this directory; run `skillindex reindex`")
+        echo(f"no candidates with a {code} finding" if code else
+             "no candidates indexed for this directory; run `skillindex reindex`")
     else:
         candidate_table(found)
+        _more(len(found), limit)
 
 
 @cli.command()
+@_narrowing
 @json_option
 @click.pass_context
-def rejections(ctx: click.Context, as_json: bool) -> None:
+def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int | None,
+               as_json: bool) -> None:
     """List the rejected skills and the reasons.
 
     \b
     Examples:
-      skillindex rejections
+      skillindex rejections --summary
+      skillindex rejections --code name-invalid --limit 10
       skillindex --json rejections
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        found = index.rejections()
+        if summary:
+            counts, total = index.finding_counts(rejected=True), index.count(rejected=True)
+        else:
+            found = index.rejections(code=code, limit=limit)
+    if summary:
+        if options.json:
+            print_json({"rejected": total, "codes": [c.as_dict() for c in counts]})
+        else:
+            _summary(counts, total, "rejected skill")
+        return
     if options.json:
         print_json([c.as_dict() for c in found])
         return
     if not found:
-        echo("no rejected skills")
+        echo(f"no skills rejected with {code}" if code else "no rejected skills")
     for candidate in found:
         echo(f"{candidate.name or candidate.directory.name}  {candidate.path}")
         for finding in candidate.findings:
             echo(f"  {finding.severity:<7} {finding.code}: {finding.message}")
+    _more(len(found), limit)
 
 
 @cli.command()

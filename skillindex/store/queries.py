@@ -151,7 +151,8 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
 
 
 @functools.cache
-def _candidates_query(by_paths: bool, status: str | None, by_names: bool) -> Executable:
+def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
+                      by_code: bool = False, limited: bool = False) -> Executable:
     # One statement per shape, built once: reads run this for every request.
     query: Any = (
         select(Candidate.id, Candidate.name, Candidate.description, Candidate.skill_path,
@@ -166,6 +167,13 @@ def _candidates_query(by_paths: bool, status: str | None, by_names: bool) -> Exe
         query = query.where(Candidate.status == status)
     if by_names:
         query = query.where(Candidate.name.in_(bindparam("names", expanding=True)))
+    if by_code:
+        query = query.where(Candidate.id.in_(
+            select(Finding.candidate_id).where(Finding.code == bindparam("code"))))
+    if limited:
+        # The order the callers sort into (paths in the database's collation).
+        query = query.order_by(Root.precedence.desc(), Root.position,
+                               Candidate.skill_path).limit(bindparam("limit"))
     built: Executable = query
     return built
 
@@ -177,22 +185,27 @@ _FINDINGS_OF = (
 
 def candidates(session: Session, index_name: str, paths: Sequence[str] | None = None, *,
                status: model.Status | None = None, names: Sequence[str] | None = None,
-               all_findings: bool = True) -> list[model.Candidate]:
+               all_findings: bool = True, code: str | None = None,
+               limit: int | None = None) -> list[model.Candidate]:
     """Candidates of the given roots (all roots when None), in precedence order.
+
+    `code` keeps those with a finding of that code, `limit` the first so many; both are
+    applied by the database, so a narrow question loads a narrow answer.
 
     With `all_findings=False` only rejected candidates carry their findings: enough to resolve
     names and explain rejections, and much less to load for a large index.
     """
     query = _candidates_query(paths is not None, None if status is None else status.value,
-                              names is not None)
+                              names is not None, code is not None, limit is not None)
     rows = session.execute(query, {"index_name": index_name, "paths": list(paths or ()),
+                                   "code": code, "limit": limit,
                                    "names": list(names or ())}).all()
     findings: dict[int, list[model.Finding]] = defaultdict(list)
     rejected = model.Status.REJECTED.value
     wanted = [row[0] for row in rows if all_findings or row[6] == rejected]
     for chunk in _chunks(wanted, 20_000):
-        for cid, code, severity, message in session.execute(_FINDINGS_OF, {"ids": chunk}):
-            findings[cid].append(model.Finding(code, model.Severity(severity), message))
+        for cid, found, severity, message in session.execute(_FINDINGS_OF, {"ids": chunk}):
+            findings[cid].append(model.Finding(found, model.Severity(severity), message))
     # Parsing a path is the costliest step here: one Path per root, and per candidate only
     # what cannot be derived from its SKILL.md path.
     roots: dict[str, tuple[Path, model.Scope]] = {}
@@ -212,6 +225,34 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
             enabled=enabled, findings=tuple(findings.get(cid, ()))))
     result.sort(key=lambda c: (-c.precedence, c.position, str(c.path)))
     return result
+
+
+def candidate_count(session: Session, index_name: str, paths: Sequence[str], *,
+                    status: model.Status | None = None) -> int:
+    query: Any = (select(func.count(Candidate.id)).join(Root, Root.id == Candidate.root_id)
+                  .where(Root.index_name == index_name, Root.path.in_(list(paths))))
+    if status is not None:
+        query = query.where(Candidate.status == status.value)
+    return int(session.execute(query).scalar_one())
+
+
+def finding_counts(session: Session, index_name: str, paths: Sequence[str], *,
+                   status: model.Status | None = None) -> list[model.FindingCount]:
+    """How many candidates carry each finding code, the most common first."""
+    query: Any = (
+        select(Finding.code, Finding.severity, func.count(func.distinct(Finding.candidate_id)))
+        .join(Candidate, Candidate.id == Finding.candidate_id)
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == index_name, Root.path.in_(list(paths))))
+    if status is not None:
+        query = query.where(Candidate.status == status.value)
+    if status is model.Status.REJECTED:
+        query = query.where(Finding.severity == model.Severity.ERROR.value)  # the reasons
+    query = query.group_by(Finding.code, Finding.severity)
+    counts = [model.FindingCount(code, model.Severity(severity), number)
+              for code, severity, number in session.execute(query)]
+    counts.sort(key=lambda c: (-c.candidates, c.severity != model.Severity.ERROR, c.code))
+    return counts
 
 
 def root_states(session: Session, index_name: str,
