@@ -52,12 +52,18 @@ def terminal(text: str, *, keep_newlines: bool = False) -> str:
     """`text` with every control, escape, invisible or bidi character shown escaped (`\\x1b`,
     `\\u202e`), so it cannot steer the terminal and what it hides stays visible. Newlines are
     escaped too unless `keep_newlines`: a name cannot add a line of its own."""
+    if text.isprintable():
+        # The common case, decided in C: no control, format, separator or surrogate character.
+        return text
     pattern = _UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE
     return pattern.sub(_escape, text)
 
 
 def fold(text: str) -> str:
     """Runs of whitespace (line breaks included) as one space, without the outer ones."""
+    if text.isprintable():
+        # Printable text holds no whitespace but the ASCII space: str.split folds it in C.
+        return " ".join(text.split())
     return _FOLD.sub(" ", text).strip(" ")
 
 
@@ -77,4 +83,6 @@ def json_safe(document: str) -> str:
     """A JSON document with the characters a terminal must not receive written as `\\u`
     escapes; it decodes to exactly the same values. Safe because JSON's own syntax is ASCII, so
     such characters can only stand inside strings."""
+    if document.isprintable():
+        return document
     return _JSON_UNSAFE.sub(_json_escape, document)
