@@ -222,6 +222,8 @@ class IndexReport:
     files_read: int = 0
     roots: int = 0
     problems: tuple[ScanProblem, ...] = field(default=())
+    # Files unchanged, judged again: the validation mode or another rule of the root changed.
+    rejudged: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -235,6 +237,7 @@ class IndexReport:
             "duration_s": round(self.duration_s, 6),
             "files_read": self.files_read,
             "roots": self.roots,
+            "rejudged": self.rejudged,
             "problems": [p.as_dict() for p in self.problems],
         }
 

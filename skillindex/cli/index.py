@@ -79,14 +79,22 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
         finally:
             if progress is not None:
                 progress.clear()
+        mostly_rejected = not options.json and report.rejected * 2 > report.seen
+        reasons = index.finding_counts(rejected=True)[:3] if mostly_rejected else []
     if options.json:
         print_json(report.as_dict())
         return
     echo(
         f"indexed {count(report.seen, 'skill')} in {count(report.roots, 'root')}: "
-        f"{report.added} added, "
-        f"{report.changed} changed, {report.unchanged} unchanged, {report.removed} removed, "
+        f"{report.added} added, {report.changed} changed, "
+        + (f"{report.rejudged} judged again (same files, new rules), " if report.rejudged
+           else "")
+        + f"{report.unchanged} unchanged, {report.removed} removed, "
         f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
+    if reasons:
+        top = ", ".join(f"{reason.code} ({reason.candidates})" for reason in reasons)
+        echo(f"most skills were rejected ({report.rejected} of {report.seen}); the top reasons: "
+             f"{top}; `skillindex rejections --summary` counts them all")
     for problem in report.problems:
         echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
     if report.seen == 0:

@@ -43,7 +43,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                 run_id = queries.apply_reindex(
                     session, index_name=index_name, started_at=started,
                     finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
-                    roots=writes, stage=stage, counts=counts,
+                    roots=writes, stage=stage,
+                    counts={k: v for k, v in counts.items() if k != "rejudged"},
                     duration_s=time.perf_counter() - clock)
                 if lock is not None:
                     # After the first write, when SQLite has granted the write lock.
@@ -62,7 +63,7 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
     """Walk every root; stage each new or changed candidate as soon as it is judged."""
     expected = sum(len(skills) for skills in known.values()) or None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0, "rejected": 0,
-              "files_read": 0}
+              "files_read": 0, "rejudged": 0}
     writes: list[RootWrite] = []
     problems: list[ScanProblem] = list(extra_problems)
     for spec in roots:
@@ -85,7 +86,7 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
                 if previous is None:
                     counts["added"] += 1
                 else:
-                    counts["changed"] += 1
+                    counts["rejudged" if scan.same_content else "changed"] += 1
                     write.removed.append(previous)
                 stage.add(str(spec.path), row, previous, findings, resources)
                 write.staged += 1

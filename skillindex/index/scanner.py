@@ -70,6 +70,8 @@ class SkillScan:
     resources: list[ResourceEntry] = field(default_factory=list)
     walk_findings: list[Finding] = field(default_factory=list)
     files_read: int = 0
+    # Judged again although every file is the one stored (the rules changed, or a timestamp).
+    same_content: bool = False
 
     @property
     def dir_name(self) -> str:
@@ -314,6 +316,10 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
         scan.files_read += 1
         scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
                                             read.xxh3, read.sha256))
+    if known is not None and len(scan.resources) == len(previous):
+        stored = {rel: (old.xxh3, old.sha256) for rel, old in previous.items()}
+        scan.same_content = all(stored.get(r.rel_path) == (r.xxh3, r.sha256)
+                                for r in scan.resources)
     return scan
 
 
