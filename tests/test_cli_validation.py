@@ -74,5 +74,5 @@ def test_switching_the_mode_judges_again_without_calling_it_a_change(setup: Path
     (setup / "skills" / "aws" / "SKILL.md").write_text(
         "---\nname: aws\ndescription: Now valid YAML.\n---\n")
     result = run("reindex")
-    assert "0 added, 1 changed, 5 judged again (same files, new rules), 0 unchanged" in (
+    assert "0 added, 1 changed, 5 judged again (same content), 0 unchanged" in (
         result.stdout)

@@ -63,7 +63,7 @@ def test_same_content_new_mtime_is_read_again_but_stays_equal(tmp_path: Path,
     index.reindex()
     touch(tmp_path / "skills" / "pdf" / "SKILL.md")
     report = index.reindex()
-    assert (report.changed, report.files_read) == (1, 1)
+    assert (report.changed, report.rejudged, report.files_read) == (0, 1, 1)
 
 
 def test_added_removed_and_changed_skills_and_resources(tmp_path: Path,

@@ -87,7 +87,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
     echo(
         f"indexed {count(report.seen, 'skill')} in {count(report.roots, 'root')}: "
         f"{report.added} added, {report.changed} changed, "
-        + (f"{report.rejudged} judged again (same files, new rules), " if report.rejudged
+        + (f"{report.rejudged} judged again (same content), " if report.rejudged
            else "")
         + f"{report.unchanged} unchanged, {report.removed} removed, "
         f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
