@@ -190,6 +190,38 @@ class SkillIndex:
             return queries.finding_counts(session, self.index_name, self._root_paths(),
                                           status=Status.REJECTED if rejected else None)
 
+    def stale_roots(self) -> list[Path]:
+        """Roots of this directory whose skills the index may not show: never indexed, or
+        changed (a skill folder added or removed) since their last scan. A stat per root."""
+        with self._session() as session:
+            scans = queries.root_scans(session, self.index_name, self._root_paths())
+        stale = []
+        for spec in self.plan.roots:
+            if spec.disabled_by is not None:
+                continue
+            try:
+                changed = datetime.fromtimestamp(spec.path.stat().st_mtime, UTC)
+            except OSError:
+                continue  # not there: nothing to index
+            scan = scans.get(str(spec.path))
+            if scan is None or not scan[0] or scan[1] is None or changed > scan[1]:
+                stale.append(spec.path)
+        return stale
+
+    def staleness(self) -> str | None:
+        """Why the index may show fewer skills than the folders hold, in words; None if no
+        reason is known: skills switched off, roots never indexed or changed since."""
+        if not self.settings.enabled:
+            where = f" in {self.settings.source}" if self.settings.source else ""
+            return f"skills are switched off ([skills] enabled = false{where})"
+        stale = self.stale_roots()
+        if not stale:
+            return None
+        paths = ", ".join(str(path) for path in stale[:3]) + (", …" if len(stale) > 3 else "")
+        some = "1 root" if len(stale) == 1 else f"{len(stale)} roots"
+        return (f"{some} of this directory changed since the last reindex or never had one "
+                f"({paths}); `skillindex reindex` brings the index up to date")
+
     def roots(self) -> list[RootState]:
         with self._session() as session:
             return queries.root_states(session, self.index_name, self.plan.roots)
@@ -228,7 +260,7 @@ class SkillIndex:
         for winner in self._resolution_of(name, all_findings=False).winners:
             if winner.name == name:
                 return winner
-        raise SkillNotFoundError(name)
+        raise SkillNotFoundError(name, hint=self.staleness())
 
     def manifest(self, name: str) -> SkillManifest:
         """A catalog skill's stored frontmatter and file manifest; no file is read."""
@@ -250,7 +282,7 @@ class SkillIndex:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""
         explanation = resolve.explain(self._resolution_of(name), name)
         if explanation is None:
-            raise SkillNotFoundError(name)
+            raise SkillNotFoundError(name, hint=self.staleness())
         return explanation
 
     def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,

@@ -68,8 +68,8 @@ class IndexMissingError(NotFoundError):
 
 
 class SkillNotFoundError(NotFoundError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"skill not found: {name}")
+    def __init__(self, name: str, *, hint: str | None = None) -> None:
+        super().__init__(f"skill not found: {name}" + (f"; {hint}" if hint else ""))
         self.name = name
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from skillindex import text as escape
@@ -44,10 +46,16 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
         result = cached_catalog(options.config, db=options.db, cwd=options.cwd,
                                 index=options.index, max_chars=max_chars,
                                 context_window=context_window, format=fmt, tools=tools)
+    note = None
     if result is None:
         with options.open() as index:
             result = index.catalog(max_chars=max_chars, context_window=context_window,
                                    format=fmt, tools=tools, session=session)
+            note = None if options.json else index.staleness()
+    elif not options.json and sys.stderr.isatty():
+        # Served from the cache: a person at a terminal still hears about unindexed roots.
+        with options.open() as index:
+            note = index.staleness()
     if options.json:
         print_json(result.as_dict())
     else:
@@ -58,3 +66,5 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
         echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
                    f"{result.max_chars} characters; {shortened} descriptions shortened, "
                    f"{omitted} skills omitted", err=True)
+    if note:
+        echo(f"note: {note}", err=True)

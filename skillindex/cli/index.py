@@ -261,11 +261,15 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     options = options_of(ctx, as_json)
     with options.open() as index:
         resolution = index.resolution()
+        note = None if options.json else index.staleness()
     if options.json:
         print_json([winner.as_dict() for winner in resolution.winners])
+    elif not resolution.winners and note:
+        echo(f"no skills in the catalog: {note}")
+        note = None
     elif not resolution.winners:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
-                   "`skillindex explain NAME` why a skill is left out")
+             "`skillindex explain NAME` why a skill is left out")
     else:
         table(["name", "scope", "provider", "prec", "warnings", "path"],
                [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
@@ -277,6 +281,8 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         echo(f"note: {count(len(names), 'name')} declared by more than one skill ({shown}); "
              "`skillindex explain NAME` shows which one is used and why", err=True)
+    if note:
+        echo(f"note: {note}", err=True)
 
 
 @cli.command()

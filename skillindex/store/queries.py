@@ -293,6 +293,17 @@ def root_states(session: Session, index_name: str,
     return states
 
 
+def root_scans(session: Session, index_name: str,
+               paths: Sequence[str]) -> dict[str, tuple[bool, datetime | None]]:
+    """For each stored root among `paths`: whether it was there, and when it was last scanned."""
+    rows = session.execute(
+        select(Root.path, Root.present, IndexRun.started_at)
+        .outerjoin(IndexRun, IndexRun.id == Root.last_run_id)
+        .where(Root.index_name == index_name, Root.path.in_(list(paths))))
+    return {path: (present, None if started is None else _utc(started))
+            for path, present, started in rows}
+
+
 def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
     """The last run that wrote each of these roots: what a cached catalog depends on."""
     return [(path, run or 0) for path, run in session.execute(
