@@ -14,7 +14,15 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from skillindex.index import frontmatter, policy
-from skillindex.index.scanner import ENTRY, KnownFile, KnownSkill, RootScan, SkillScan, scan_root
+from skillindex.index.scanner import (
+    ENTRY,
+    KnownFile,
+    KnownSkill,
+    RootScan,
+    SkillScan,
+    estimate_skills,
+    scan_root,
+)
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
 from skillindex.store import queries
 from skillindex.store.lock import HeldLock
@@ -61,7 +69,9 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
           lookup: Callable[[int], dict[str, KnownFile]],
           ) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
     """Walk every root; stage each new or changed candidate as soon as it is judged."""
-    expected = sum(len(skills) for skills in known.values()) or None
+    # What the last run found; a root never indexed counts the folders it holds.
+    expected = sum(len(known[str(spec.path)]) if str(spec.path) in known
+                   else estimate_skills(spec.path) for spec in roots) or None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0, "rejected": 0,
               "files_read": 0, "rejudged": 0}
     writes: list[RootWrite] = []

@@ -112,6 +112,23 @@ def _is_inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
+def estimate_skills(root: Path) -> int:
+    """The folders one level under a root that a walk would look into: a progress total for a
+    root never indexed (one listing, no stat of what is inside)."""
+    try:
+        with os.scandir(root) as entries:
+            return sum(1 for e in entries if not e.name.startswith(".") and _is_dir(e))
+    except OSError:
+        return 0
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def scan_root(spec: RootSpec, result: RootScan, known: Mapping[str, KnownSkill],
               rules_key: str, lookup: FileLookup) -> Iterator[SkillScan]:
     """Yield every skill directory under the root; problems and presence land in `result`."""
