@@ -249,7 +249,15 @@ class SkillIndex:
         (except a qualified name avoiding one declared elsewhere, which only the full
         resolution sees).
         """
-        names = {name, name.split(":", 1)[1]} if ":" in name else {name}
+        return self._resolution_of_names([name], all_findings=all_findings)
+
+    def _resolution_of_names(self, wanted: Iterable[str], *,
+                             all_findings: bool = True) -> Resolution:
+        names = set()
+        for name in wanted:
+            names.add(name)
+            if ":" in name:
+                names.add(name.split(":", 1)[1])
         with self._session() as session:
             found = queries.candidates(session, self.index_name, self._root_paths(),
                                        names=sorted(names), all_findings=all_findings)
@@ -347,6 +355,19 @@ class SkillIndex:
         """The skill a catalog name stands for here, as the discovery policy resolves it."""
         return self.winner(name).candidate
 
+    def _locate(self, options: Sequence[disclose.SkillRef]) -> tuple[disclose.SkillRef, Candidate]:
+        """The first reading of a URI whose skill path names a skill here (longest first)."""
+        if len(options) == 1:
+            return options[0], self._skill(options[0].name)
+        names = {ref.name for ref in options}
+        winners = {w.name: w.candidate
+                   for w in self._resolution_of_names(names, all_findings=False).winners
+                   if w.name in names}
+        for ref in options:
+            if ref.name in winners:
+                return ref, winners[ref.name]
+        raise SkillNotFoundError(options[-1].name)
+
     def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self._session() as session:
             return queries.manifest_file(session, candidate_id, rel_path)
@@ -382,8 +403,8 @@ class SkillIndex:
             raise ConfigError(f"max_bytes must be 0 or more, not {max_bytes}")
         attempt = disclose.Attempt.of_uri(uri)
         with self._audited(attempt, reason=reason, session=session):
-            ref = disclose.parse_uri(uri)
-            candidate = self._skill(ref.name)
+            ref, candidate = self._locate(disclose.parse_uri_options(uri))
+            attempt.aim(ref)
             expected = self._manifest_file(candidate.id, ref.file)
             return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
                                      attempt=attempt)

@@ -670,3 +670,53 @@ def test_a_file_opened_outside_the_skill_is_refused_even_after_the_path_check(
     with pytest.raises(ModifiedFileError):  # inside: the guard passes, the hash check decides
         read_verified(str(inside), expected, skill="s", rel_path="ok.md", max_bytes=None,
                       attempt=attempt, within=str(skill))
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite"])
+def test_a_qualified_name_is_read_through_its_skill_path(tmp_path: Path, db_url: str,
+                                                          env: Environment) -> None:
+    # `qualify` renames both `pdf`s; each one is reached as `skill://<qualifier>/pdf/...`, the
+    # path segments standing for the colons of the catalog name, as the MCP server writes them.
+    from dataclasses import replace
+
+    near, far = tmp_path / "near", tmp_path / "far"
+    write_skill(near, "pdf", body="near body\n")
+    write_skill(far, "pdf", body="far body\n")
+    (far / "pdf" / "notes.md").write_text("far notes\n", encoding="utf-8")
+    # A skill named like the qualifier, with a folder named like the skill: the longer skill
+    # path wins, as a nested skill owns its own files.
+    qualifier = write_skill(near, "test.user.2")
+    (qualifier / "pdf").mkdir()
+    (qualifier / "pdf" / "notes.md").write_text("shadowed\n", encoding="utf-8")
+    from skillindex.model import Validation
+
+    settings = replace(root_settings(near, far, validation=Validation.LENIENT),
+                       collision_policy="qualify")
+    with SkillIndex.open(settings, db=db_url, env=env) as index:
+        index.reindex()
+        names = {w.name for w in index.winners()}
+        assert {"test.user.1:pdf", "test.user.2:pdf", "test.user.2"} <= names
+
+        def read(uri: str) -> bytes:
+            return index.read(uri, reason="test", session="q").data
+
+        assert read("skill://test.user.1/pdf") == b"near body\n"
+        assert read("skill://test.user.2/pdf") == b"far body\n"
+        assert read("skill://test.user.2/pdf/notes.md") == b"far notes\n"
+        assert read("skill://test.user.2/SKILL.md").startswith(b"---\nname: test.user.2")
+        assert read("skill://test.user.1/pdf/SKILL.md").endswith(b"---\nnear body\n")
+        with pytest.raises(SkillNotFoundError):
+            read("skill://test.user.3/pdf")
+        with pytest.raises(PathRefusedError):
+            read("skill://test.user.1/pdf/../../x")
+        rows = [(e.event, e.skill, e.resource, e.level, e.outcome)
+                for e in index.audit(session="q")]
+    assert rows == [
+        ("skill.read", "test.user.1:pdf", None, 2, "ok"),
+        ("skill.read", "test.user.2:pdf", None, 2, "ok"),
+        ("resource.read", "test.user.2:pdf", "notes.md", 3, "ok"),
+        ("resource.read", "test.user.2", "SKILL.md", 3, "ok"),
+        ("resource.read", "test.user.1:pdf", "SKILL.md", 3, "ok"),
+        ("resource.read", "test.user.3", "pdf", 3, "not-found"),
+        ("resource.read", "test.user.1", "pdf/../../x", 3, "refused"),
+    ]

@@ -63,6 +63,17 @@ class SkillRef:
 
 def parse_uri(uri: str) -> SkillRef:
     """Split `skill://<name>[/<path>]`; the name is taken literally, the path decoded once."""
+    return parse_uri_options(uri)[-1]
+
+
+def parse_uri_options(uri: str) -> list[SkillRef]:
+    """Every reading of `skill://<skill-path>[/<path>]`, the longest skill path first.
+
+    A qualified name `kit:pdf` is written as the skill path `kit/pdf` (its last segment the
+    declared name), so `skill://kit/pdf/SKILL.md` is either the file `SKILL.md` of `kit:pdf` or
+    the file `pdf/SKILL.md` of `kit`; the caller takes the first reading that names a skill.
+    The path after the first segment is checked whole, before any reading is chosen.
+    """
     if uri[:len(SCHEME)].lower() != SCHEME:
         hint = "" if "://" in uri else f" (a skill is read as skill://{uri})"
         raise PathRefusedError(f"not a skill:// URI: {uri!r}{hint}")
@@ -70,9 +81,19 @@ def parse_uri(uri: str) -> SkillRef:
     if not name:
         raise PathRefusedError(f"no skill name in {uri!r}")
     if not slash:
-        return SkillRef(name, None)
+        return [SkillRef(name, None)]
     # Exactly one decoding: `%252e` stays the literal text `%2e`, never becomes a dot.
-    return SkillRef(name, check_relative(unquote(raw), skill=name))
+    check_relative(unquote(raw), skill=name)
+    segments = raw.split("/")
+    options = [SkillRef(":".join([name, *segments]), None)]
+    options.extend(SkillRef(":".join([name, *segments[:cut]]), unquote("/".join(segments[cut:])))
+                   for cut in range(len(segments) - 1, -1, -1))
+    return options
+
+
+def skill_path(name: str) -> str:
+    """The `<skill-path>` of a catalog name in a URI: `kit:pdf` is `kit/pdf`."""
+    return name.replace(":", "/")
 
 
 def check_relative(path: str, *, skill: str) -> str:
@@ -177,6 +198,11 @@ class Attempt:
         if slash:
             return cls(READ_RESOURCE, Level.RESOURCE, name or None, unquote(raw))
         return cls(READ_BODY, Level.BODY, name or None)
+
+    def aim(self, ref: SkillRef) -> None:
+        """Record the skill and file the URI was found to mean (a skill path may hold `/`)."""
+        self.skill, self.resource, self.level = ref.name, ref.resource, ref.level
+        self.event = READ_BODY if ref.resource is None else READ_RESOURCE
 
     def record(self, *, outcome: str, reason: str | None, session: str | None,
                time: datetime) -> AuditEvent:
