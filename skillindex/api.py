@@ -372,6 +372,26 @@ class SkillIndex:
         with self._session() as session:
             return queries.manifest_file(session, candidate_id, rel_path)
 
+    def manifests(self, winners: Sequence[Winner]) -> list[SkillManifest]:
+        """The stored manifests of these winners, in one pass; no file is read.
+
+        Unlike `manifest`, the frontmatter is exactly what the file declared (empty when it
+        could not be parsed): no name or description is filled in.
+        """
+        ids = [winner.candidate.id for winner in winners]
+        with self._session() as session:
+            stored = queries.frontmatters(session, ids)
+            files = queries.manifest_files(session, ids)
+        return [SkillManifest(name=w.name, candidate=w.candidate,
+                              frontmatter=_object(stored.get(w.candidate.id)),
+                              files=tuple(files.get(w.candidate.id, ()))) for w in winners]
+
+    def generation(self) -> str:
+        """A value that changes whenever a reindex commits to one of this directory's roots."""
+        with self._session() as session:
+            runs = queries.root_runs(session, self.index_name, self._root_paths())
+        return ",".join(f"{run}" for _, run in runs)
+
     def append_event(self, event: AuditEvent) -> None:
         """Append one audit row in a transaction of its own (a reindex never holds it up long)."""
         with self._session("write the audit log") as session, session.begin():
@@ -481,6 +501,11 @@ def _environment(env: Environment | None, cwd: str | Path | None) -> Environment
     if env is None:
         return Environment.from_os(cwd=cwd)
     return env if cwd is None else replace(env, cwd=Path(cwd).absolute())
+
+
+def _object(text: str | None) -> dict[str, object]:
+    value = None if text is None else json.loads(text)
+    return value if isinstance(value, dict) else {}
 
 
 def _since(value: datetime | str | None) -> datetime | None:

@@ -269,6 +269,10 @@ class SkillManifest:
     frontmatter: dict[str, object]  # as stored; always holds `name`, and `description` if known
     files: tuple[ManifestFile, ...]  # sorted by relative path, SKILL.md included
 
+    @property
+    def size(self) -> int:
+        return sum(entry.size for entry in self.files)
+
 
 @dataclass(frozen=True, slots=True)
 class Disclosure:

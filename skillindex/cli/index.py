@@ -338,16 +338,24 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
       skillindex --json explain pdf
     """
     options = options_of(ctx, as_json)
+    from skillindex.serve.skills import withheld_reason  # noqa: PLC0415
+
     with options.open() as index:
         explanation = index.explain(name)
+        winner = explanation.winner
+        withheld = ("it is not in the catalog" if winner is None
+                    else withheld_reason(index.manifests([winner])[0]))
     if options.json:
-        print_json(explanation.as_dict())
+        print_json({**explanation.as_dict(),
+                    "mcp": {"served": withheld is None, "reason": withheld}})
         return
-    for winner in explanation.winners:
-        alias = f" as {winner.name}" if winner.name != explanation.name else ""
-        echo(f"{explanation.name}: in the catalog{alias}: {winner.candidate.path}")
+    for each in explanation.winners:
+        alias = f" as {each.name}" if each.name != explanation.name else ""
+        echo(f"{explanation.name}: in the catalog{alias}: {each.candidate.path}")
     if not explanation.winners:
         echo(f"{explanation.name}: not in the catalog")
+    elif withheld is not None:
+        echo(f"{explanation.name}: not served over MCP: {withheld}")
     for verdict in explanation.verdicts:
         c = verdict.candidate
         echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "

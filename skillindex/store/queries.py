@@ -365,6 +365,16 @@ def manifest_files(session: Session,
     return found
 
 
+def frontmatters(session: Session, candidate_ids: Sequence[int]) -> dict[int, str | None]:
+    """The stored frontmatter (JSON text) of these candidates."""
+    found: dict[int, str | None] = {}
+    for chunk in _chunks(list(candidate_ids), 20_000):
+        for cid, text in session.execute(
+                select(Candidate.id, Candidate.frontmatter).where(Candidate.id.in_(chunk))):
+            found[cid] = text
+    return found
+
+
 _APPEND_EVENT = insert(LOAD_EVENT).returning(LOAD_EVENT.c.id)
 
 

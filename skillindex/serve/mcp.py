@@ -1,0 +1,331 @@
+"""`skillindex serve`: the MCP skills extension, resources and tools over the SkillIndex facade."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+import anyio
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
+from mcp.types import RequestParams, Resource
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import StrictStr
+
+from skillindex import __version__
+from skillindex.api import SkillIndex
+from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
+from skillindex.query.disclose import Attempt, parse_uri_options
+from skillindex.serve import skills
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+PAGE_SIZE = 500
+POLL_SECONDS = 1.0
+TTL_MS = 0  # the listing changes at any reindex; the server says so with list_changed
+CACHE_SCOPE = "private"  # what is served depends on this user's roots and working directory
+_LEGACY_SESSIONS = 64
+
+Handler = Callable[[Any, Any], Awaitable[dict[str, Any]]]
+
+
+class _ListParams(RequestParams):
+    cursor: StrictStr | None = None
+
+
+class _GetParams(RequestParams):
+    uri: StrictStr
+
+
+class _DirectoryParams(RequestParams):
+    uri: StrictStr
+    cursor: StrictStr | None = None
+
+
+class Skills:
+    """The published state of one index, refreshed when a reindex commits, and every answer."""
+
+    def __init__(self, index: SkillIndex, *, page_size: int = PAGE_SIZE,
+                 poll_seconds: float = POLL_SECONDS) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be 1 or more")
+        self.index = index
+        self.page_size = page_size
+        self.poll_seconds = poll_seconds
+        # One server process is one connection on stdio: this tells its audit rows apart.
+        self.token = secrets.token_hex(4)
+        self.bus = InMemorySubscriptionBus()
+        self.legacy_sessions: list[Any] = []
+        self.on_change: list[Callable[[], None]] = []
+        self.publication = self._publish()
+
+    def _publish(self) -> skills.Publication:
+        # The generation is read first: a reindex that lands in between is seen at the next poll.
+        generation = self.index.generation()
+        return skills.build(generation, self.index.manifests(self.index.winners()))
+
+    def instructions(self) -> str:
+        if not self.publication.skills:
+            return "No skills are available from this server."
+        catalog = self.index.catalog()
+        return ("Skills from skillindex. Load a skill with the load_skill tool (by name) and "
+                "read its files with read_skill_file (skill:// URIs from list_skills), or "
+                "through the MCP skills extension (skills/list, resources/read).\n\n"
+                + catalog.text)
+
+    async def refresh(self) -> bool:
+        """Publish again if a reindex committed since; True when something was announced."""
+        if self.index.generation() == self.publication.generation:
+            return False
+        self.publication = self._publish()
+        for callback in self.on_change:
+            callback()
+        await self.bus.publish(ResourcesListChanged())
+        for session in list(self.legacy_sessions):
+            try:
+                await session.send_resource_list_changed()
+            except Exception:  # a closed connection no longer needs telling
+                self.legacy_sessions.remove(session)
+        return True
+
+    async def watch(self) -> None:
+        while True:
+            await anyio.sleep(self.poll_seconds)
+            await self.refresh()
+
+    def remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Keep handshake-era sessions: they learn of changes by a notification, not a listen."""
+        session = ctx.session
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or session in self.legacy_sessions:
+            return
+        self.legacy_sessions.append(session)
+        del self.legacy_sessions[:-_LEGACY_SESSIONS]
+
+    def session_label(self, ctx: ServerRequestContext[Any, Any] | None) -> str:
+        """The audit session: the client's name and this connection."""
+        name, connection = "unknown-client", self.token
+        if ctx is not None:
+            params = ctx.session.client_params
+            if params is not None and params.client_info.name:
+                name = params.client_info.name
+            headers = getattr(ctx.request, "headers", None)
+            if headers is not None and headers.get("mcp-session-id"):
+                connection = str(headers["mcp-session-id"])
+        return f"mcp:{name}/{connection}"
+
+    # The extension's methods.
+
+    async def list_skills(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
+        publication = self.publication
+        entries = [skill.entry for skill in publication.skills]
+        start = self._offset(params.cursor, publication, len(entries))
+        result: dict[str, Any] = {"resultType": "complete",
+                                  "skills": entries[start:start + self.page_size],
+                                  "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
+        if start + self.page_size < len(entries):
+            result["nextCursor"] = _cursor(publication.generation, start + self.page_size)
+        return result
+
+    async def get_skill(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
+        skill = self.publication.by_uri.get(params.uri)
+        if skill is None:
+            raise MCPError(INVALID_PARAMS, f"No skill is served at {params.uri}")
+        return {"resultType": "complete", "skill": skill.entry, "ttlMs": TTL_MS,
+                "cacheScope": CACHE_SCOPE}
+
+    async def read_directory(self, ctx: Any, params: _DirectoryParams) -> dict[str, Any]:
+        publication = self.publication
+        children = publication.directories.get(params.uri)
+        if children is None:
+            kind = "is not a directory resource" if params.uri in publication.files else (
+                "is not served")
+            raise MCPError(INVALID_PARAMS, f"{params.uri} {kind}")
+        start = self._offset(params.cursor, publication, len(children))
+        result: dict[str, Any] = {"resultType": "complete",
+                                  "resources": children[start:start + self.page_size]}
+        if start + self.page_size < len(children):
+            result["nextCursor"] = _cursor(publication.generation, start + self.page_size)
+        return result
+
+    def _offset(self, cursor: str | None, publication: skills.Publication, total: int) -> int:
+        if cursor is None:
+            return 0
+        try:
+            generation, _, offset = base64.urlsafe_b64decode(cursor).decode().rpartition(":")
+            start = int(offset)
+        except ValueError:
+            raise MCPError(INVALID_PARAMS, "Invalid cursor") from None
+        if generation != publication.generation or not 0 < start < total:
+            raise MCPError(INVALID_PARAMS, "Invalid cursor: the listing changed; list again")
+        return start
+
+    # Reads: every attempt goes through the verified, audited disclosure of the index.
+
+    def read(self, uri: str, *, session: str, reason: str) -> tuple[str | bytes, str]:
+        """The bytes of a served file, verified against the index; an MCPError otherwise."""
+        served = self.publication.files.get(uri)
+        if served is None:
+            self._refuse_unserved(uri, session=session, reason=reason)
+        try:
+            disclosure = self.index.read(uri, reason=reason, session=session)
+        except SkillIndexError as exc:
+            raise _protocol_error(exc, uri) from None
+        text = disclosure.text
+        content: str | bytes = disclosure.data if text is None or "\x00" in text else text
+        return content, served.mime_type
+
+    def load(self, name: str, *, session: str) -> str:
+        """The body of a served skill (a level-2 load)."""
+        if name not in self.publication.by_name:
+            raise ToolError(f"no skill named {name!r} is served here; see list_skills")
+        try:
+            disclosure = self.index.read(skills.base_uri(name), reason="load_skill",
+                                         session=session)
+        except SkillIndexError as exc:
+            raise ToolError(str(exc)) from None
+        return disclosure.text or ""
+
+    def _refuse_unserved(self, uri: str, *, session: str, reason: str) -> NoReturn:
+        attempt = Attempt.of_uri(uri)
+        outcome, message = "not-found", f"{uri} is not served"
+        try:
+            parse_uri_options(uri)
+        except PathRefusedError as exc:
+            outcome, message = exc.outcome, str(exc)
+        self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session,
+                                               time=datetime.now(UTC)))
+        raise MCPError(INVALID_PARAMS, message, {"uri": uri})
+
+
+def _cursor(generation: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{generation}:{offset}".encode()).decode()
+
+
+def _protocol_error(exc: SkillIndexError, uri: str) -> MCPError:
+    code = INVALID_PARAMS if isinstance(exc, NotFoundError | PathRefusedError) else INTERNAL_ERROR
+    return MCPError(code, str(exc), {"uri": uri, "outcome": exc.outcome})
+
+
+class _SkillsExtension(Extension):
+    identifier = skills.EXTENSION
+
+    def __init__(self, state: Skills) -> None:
+        self.state = state
+
+    def settings(self) -> dict[str, Any]:
+        return {"directoryRead": True}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (
+            MethodBinding("skills/list", _ListParams, self._remembering(self.state.list_skills)),
+            MethodBinding("skills/get", _GetParams, self._remembering(self.state.get_skill)),
+            MethodBinding("resources/directory/read", _DirectoryParams,
+                          self._remembering(self.state.read_directory)),
+        )
+
+    def _remembering(self, handler: Handler) -> Handler:
+        async def handle(ctx: Any, params: Any) -> dict[str, Any]:
+            self.state.remember(ctx)
+            return await handler(ctx, params)
+        return handle
+
+
+class SkillServer(MCPServer[dict[str, Any]]):
+    """An MCP server whose resources are the files of the skills the index serves."""
+
+    def __init__(self, state: Skills, *, name: str = "skillindex") -> None:
+        self.state = state
+
+        @asynccontextmanager
+        async def lifespan(_: MCPServer[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+            async with anyio.create_task_group() as group:
+                group.start_soon(state.watch)
+                try:
+                    yield {}
+                finally:
+                    group.cancel_scope.cancel()
+
+        super().__init__(name=name, version=__version__, instructions=state.instructions(),
+                         extensions=[_SkillsExtension(state)], lifespan=lifespan,
+                         subscriptions=state.bus)
+        state.on_change.append(self._new_instructions)
+        self._add_tools()
+
+    def _new_instructions(self) -> None:
+        # The SDK reads the instructions from its low-level server at every handshake.
+        self._lowlevel_server.instructions = self.state.instructions()
+
+    async def list_resources(self) -> list[Resource]:
+        return [Resource(uri=skill.uri, name=skill.name, description=skill.description,
+                         mime_type=skills.MARKDOWN) for skill in self.state.publication.skills]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
+        ctx = _request_context(context)
+        if ctx is not None:
+            self.state.remember(ctx)
+        content, kind = self.state.read(str(uri), session=self.state.session_label(ctx),
+                                        reason="resources/read")
+        return [ReadResourceContents(content=content, mime_type=kind)]
+
+    def _add_tools(self) -> None:
+        state = self.state
+
+        def list_skills() -> str:
+            """The skills this server serves: name, description and the URI of SKILL.md."""
+            return json.dumps([{"name": skill.name, "description": skill.description,
+                                "uri": skill.uri} for skill in state.publication.skills],
+                              ensure_ascii=False)
+
+        def load_skill(name: str, ctx: Context) -> str:
+            """The instructions of a skill (its SKILL.md without the frontmatter), by name."""
+            return state.load(name, session=state.session_label(_request_context(ctx)))
+
+        def read_skill_file(uri: str, ctx: Context) -> str:
+            """One file of a skill, by its skill:// URI (listed by list_skills and skills/get)."""
+            session = state.session_label(_request_context(ctx))
+            try:
+                content, _ = state.read(uri, session=session, reason="read_skill_file")
+            except MCPError as exc:
+                raise ToolError(exc.error.message) from None
+            if isinstance(content, bytes):
+                raise ToolError(f"{uri} is not text ({len(content)} bytes); read it with "
+                                "resources/read")
+            return content
+
+        self.add_tool(list_skills, name="list_skills", structured_output=False)
+        self.add_tool(load_skill, name="load_skill", structured_output=False)
+        self.add_tool(read_skill_file, name="read_skill_file", structured_output=False)
+
+
+def _request_context(context: Any) -> ServerRequestContext[Any, Any] | None:
+    try:
+        ctx = context.request_context if context is not None else None
+    except ValueError:  # a Context outside a request
+        return None
+    return ctx if isinstance(ctx, ServerRequestContext) else None
+
+
+def create_server(index: SkillIndex, *, page_size: int = PAGE_SIZE,
+                  poll_seconds: float = POLL_SECONDS) -> SkillServer:
+    return SkillServer(Skills(index, page_size=page_size, poll_seconds=poll_seconds))
+
+
+def serve(index: SkillIndex, *, http: tuple[str, int] | None = None,
+          page_size: int = PAGE_SIZE, poll_seconds: float = POLL_SECONDS) -> None:
+    """Run until the client goes away (stdio) or the process is stopped (HTTP)."""
+    server = create_server(index, page_size=page_size, poll_seconds=poll_seconds)
+    if http is None:
+        anyio.run(server.run_stdio_async)
+    else:
+        host, port = http
+        anyio.run(lambda: server.run_streamable_http_async(host=host, port=port))

@@ -1,0 +1,143 @@
+"""What the MCP skills extension publishes, built from the index: entries, files, directories."""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from skillindex.model import SkillManifest
+from skillindex.query.disclose import SCHEME, skill_path
+
+EXTENSION = "io.modelcontextprotocol/skills"
+# The extension's per-skill limits: a host is only bound to accept skills within them.
+MAX_FILES = 512
+MAX_BYTES = 16 * 1024 * 1024
+SKILL_MD = "SKILL.md"
+DIRECTORY = "inode/directory"
+MARKDOWN = "text/markdown"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFile:
+    """One file a `resources/read` may ask for, and the catalog name of its skill."""
+
+    uri: str
+    skill: str
+    rel_path: str
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    """A winner the server does not publish, and why in words."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One skill as the server publishes it."""
+
+    name: str  # the catalog name
+    uri: str  # of its SKILL.md
+    description: str
+    entry: dict[str, Any]
+
+
+class Publication:
+    """Everything the server answers from, for one state of the index (one generation)."""
+
+    def __init__(self, generation: str, skills: Sequence[Published],
+                 files: Mapping[str, ServedFile],
+                 directories: Mapping[str, list[dict[str, str]]],
+                 withheld: Sequence[Withheld]) -> None:
+        self.generation = generation
+        self.skills = tuple(skills)
+        self.by_uri = {skill.uri: skill for skill in self.skills}
+        self.by_name = {skill.name: skill for skill in self.skills}
+        self.files = dict(files)
+        self.directories = dict(directories)
+        self.withheld = tuple(withheld)
+
+
+def mime_type(rel_path: str) -> str:
+    if rel_path.lower().endswith(".md"):
+        return MARKDOWN
+    return mimetypes.guess_type(rel_path, strict=False)[0] or "application/octet-stream"
+
+
+def base_uri(name: str) -> str:
+    """`skill://<skill-path>`: one segment per part of the catalog name, the last its name."""
+    return SCHEME + skill_path(name)
+
+
+def withheld_reason(manifest: SkillManifest) -> str | None:
+    """Why this catalog skill is not served over MCP, or None when it is."""
+    segments = skill_path(manifest.name).split("/")
+    for segment in segments:
+        if not segment or segment in (".", "..") or quote(segment, safe="") != segment:
+            return (f"the name {manifest.name!r} does not make a skill:// path "
+                    f"(segment {segment!r} would need escaping)")
+    frontmatter = manifest.frontmatter
+    if frontmatter.get("name") != segments[-1]:
+        return f"its frontmatter does not declare the name {segments[-1]!r}"
+    if not isinstance(frontmatter.get("description"), str):
+        return "its frontmatter has no description"
+    if not any(entry.rel_path == SKILL_MD for entry in manifest.files):
+        return "SKILL.md is not in its indexed files"
+    if len(manifest.files) > MAX_FILES:
+        return (f"{len(manifest.files)} files; the MCP skills extension serves at most "
+                f"{MAX_FILES}")
+    if manifest.size > MAX_BYTES:
+        return (f"{manifest.size:,} bytes; the MCP skills extension serves at most "
+                f"{MAX_BYTES:,} (16 MiB)")
+    return None
+
+
+def build(generation: str, manifests: Sequence[SkillManifest]) -> Publication:
+    """The publication of these catalog skills (in catalog order), from their stored manifests."""
+    skills: list[Published] = []
+    files: dict[str, ServedFile] = {}
+    directories: dict[str, dict[str, dict[str, str]]] = {}
+    withheld: list[Withheld] = []
+    for manifest in manifests:
+        reason = withheld_reason(manifest)
+        if reason is not None:
+            withheld.append(Withheld(manifest.name, reason))
+            continue
+        base = base_uri(manifest.name)
+        resources = []
+        directories.setdefault(base, {})
+        for entry in manifest.files:
+            uri = f"{base}/{quote(entry.rel_path, safe='/')}"
+            kind = mime_type(entry.rel_path)
+            files[uri] = ServedFile(uri, manifest.name, entry.rel_path, kind)
+            resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
+                              "size": entry.size})
+            _add_to_directories(directories, base, entry.rel_path, kind)
+        description = str(manifest.frontmatter["description"])
+        skills.append(Published(manifest.name, f"{base}/{SKILL_MD}", description, {
+            "uri": f"{base}/{SKILL_MD}", "frontmatter": manifest.frontmatter,
+            "resources": resources}))
+    listed = {uri: sorted(children.values(), key=lambda child: child["uri"])
+              for uri, children in directories.items()}
+    return Publication(generation, skills, files, listed, withheld)
+
+
+def _add_to_directories(directories: dict[str, dict[str, dict[str, str]]], base: str,
+                        rel_path: str, kind: str) -> None:
+    parts = rel_path.split("/")
+    parent = base
+    for depth, part in enumerate(parts):
+        child = f"{parent}/{quote(part, safe='')}"
+        children = directories.setdefault(parent, {})
+        if depth == len(parts) - 1:
+            children[child] = {"uri": child, "name": part, "mimeType": kind}
+        else:
+            children.setdefault(child, {"uri": child, "name": part, "mimeType": DIRECTORY})
+            directories.setdefault(child, {})
+        parent = child

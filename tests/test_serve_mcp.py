@@ -1,0 +1,398 @@
+"""`skillindex serve` driven by the MCP SDK's own client, in-process and over stdio."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from mcp import Client, MCPError, StdioServerParameters, types
+from mcp.types import Implementation
+from pydantic import BaseModel, ConfigDict
+
+from skillindex.api import SkillIndex
+from skillindex.cli import cli
+from skillindex.cli.serve import parse_listen
+from skillindex.config import Environment
+from skillindex.model import ManifestFile, SkillManifest, Validation
+from skillindex.serve import skills
+from skillindex.serve.mcp import SkillServer, create_server
+from tests.conftest import isolate_cli, root_settings, write_skill
+
+EXTENSION = "io.modelcontextprotocol/skills"
+FRONTMATTER = ('name: pdf\ndescription: Read PDFs.\nlicense: MIT\nmetadata:\n  version: "2.1"\n'
+               "allowed-tools: Read Grep\n")
+BINARY = bytes(range(256)) * 3
+
+
+class Raw(BaseModel):
+    """Any result, every field kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@pytest.fixture
+def db_backend() -> str:
+    return "sqlite"  # the disclosure path these reads go through is tested on both backends
+
+
+async def call(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    request = types.Request[dict[str, Any] | None, str](method=method, params=params)
+    return (await client.session.send_request(request, Raw)).model_dump()
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def content_bytes(result: types.ReadResourceResult) -> bytes:
+    (content,) = result.contents
+    if isinstance(content, types.TextResourceContents):
+        return content.text.encode("utf-8")
+    return base64.b64decode(content.blob)
+
+
+@dataclass
+class Tree:
+    root: Path
+    index: SkillIndex
+
+    def server(self, **options: Any) -> SkillServer:
+        return create_server(self.index, **options)
+
+    def run(self, test: Callable[[Client], Awaitable[None]], **options: Any) -> None:
+        async def main() -> None:
+            async with Client(self.server(**options),
+                              client_info=Implementation(name="test-host", version="1")) as c:
+                await test(c)
+        anyio.run(main)
+
+
+@pytest.fixture
+def tree(tmp_path: Path, db_url: str, env: Environment) -> Iterator[Tree]:
+    root = tmp_path / "skills"
+    pdf = write_skill(root, "pdf", FRONTMATTER, body="# PDF\n\nSee references/guide.md.\n")
+    (pdf / "references").mkdir()
+    (pdf / "references" / "guide.md").write_text("# Guide\n", encoding="utf-8")
+    (pdf / "scripts").mkdir()
+    (pdf / "scripts" / "tool.bin").write_bytes(BINARY)
+    (pdf / "a b%.txt").write_text("odd name\n", encoding="utf-8")
+    for number in range(5):
+        write_skill(root, f"extra-{number}", description=f"Extra skill {number}.")
+    (tmp_path / "secret.txt").write_text("secret\n", encoding="utf-8")
+    index = SkillIndex.open(root_settings(root), db=db_url, env=env)
+    index.reindex()
+    yield Tree(root, index)
+    index.close()
+
+
+def test_the_server_declares_the_extension_resources_and_a_catalog(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        capabilities = client.server_capabilities
+        assert capabilities.extensions == {EXTENSION: {"directoryRead": True}}
+        assert capabilities.resources is not None
+        assert "pdf" in (client.instructions or "") and "load_skill" in (client.instructions or "")
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert tools == {"list_skills", "load_skill", "read_skill_file"}
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert "skill://pdf/SKILL.md" in listed
+    tree.run(test)
+
+
+def test_pages_hold_whole_entries_with_the_indexed_digests_and_sizes(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        pages, cursor = [], None
+        while True:
+            page = await call(client, "skills/list", {} if cursor is None else {"cursor": cursor})
+            assert page["resultType"] == "complete"
+            assert (page["ttlMs"], page["cacheScope"]) == (0, "private")
+            pages.append(page["skills"])
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert [len(p) for p in pages] == [4, 2]
+        entries = [entry for p in pages for entry in p]
+        assert [e["uri"] for e in entries] == [
+            f"skill://{w.name}/SKILL.md" for w in tree.index.winners()]
+        pdf = next(e for e in entries if e["uri"] == "skill://pdf/SKILL.md")
+        assert pdf["frontmatter"] == {"name": "pdf", "description": "Read PDFs.",
+                                      "license": "MIT", "metadata": {"version": "2.1"},
+                                      "allowed-tools": "Read Grep"}
+        on_disk = {p.relative_to(tree.root / "pdf").as_posix(): p.read_bytes()
+                   for p in (tree.root / "pdf").rglob("*") if p.is_file()}
+        assert {r["uri"]: (r["digest"], r["size"]) for r in pdf["resources"]} == {
+            "skill://pdf/" + rel.replace(" ", "%20").replace("%.", "%25."): (sha256(data),
+                                                                              len(data))
+            for rel, data in on_disk.items()}
+        for entry in entries:  # complete: SKILL.md included, every file of the skill
+            assert entry["uri"] in {r["uri"] for r in entry["resources"]}
+        with pytest.raises(MCPError) as refused:
+            await call(client, "skills/list", {"cursor": "bm90LWEtY3Vyc29y"})
+        assert refused.value.error.code == -32602
+    tree.run(test, page_size=4)
+
+
+def test_get_answers_for_a_served_skill_and_refuses_anything_else(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        got = await call(client, "skills/get", {"uri": "skill://pdf/SKILL.md"})
+        listed = (await call(client, "skills/list", {}))["skills"]
+        assert got["skill"] == next(e for e in listed if e["uri"] == "skill://pdf/SKILL.md")
+        assert (got["ttlMs"], got["cacheScope"]) == (0, "private")
+        for uri in ("skill://nope/SKILL.md", "skill://pdf/references/guide.md", "skill://pdf"):
+            with pytest.raises(MCPError) as refused:
+                await call(client, "skills/get", {"uri": uri})
+            assert refused.value.error.code == -32602
+    tree.run(test)
+
+
+def test_directories_list_their_direct_children(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        top = await call(client, "resources/directory/read", {"uri": "skill://pdf"})
+        assert [(r["uri"], r["mimeType"]) for r in top["resources"]] == [
+            ("skill://pdf/SKILL.md", "text/markdown"),
+            ("skill://pdf/a%20b%25.txt", "text/plain"),
+            ("skill://pdf/references", "inode/directory"),
+            ("skill://pdf/scripts", "inode/directory")]
+        sub = await call(client, "resources/directory/read", {"uri": "skill://pdf/references"})
+        assert [r["name"] for r in sub["resources"]] == ["guide.md"]
+        for uri in ("skill://pdf/SKILL.md", "skill://nope", "skill://pdf/references/"):
+            with pytest.raises(MCPError) as refused:
+                await call(client, "resources/directory/read", {"uri": uri})
+            assert refused.value.error.code == -32602
+    tree.run(test)
+
+
+def test_every_listed_file_reads_back_as_its_digest_and_is_audited(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        entries = (await call(client, "skills/list", {}))["skills"]
+        resources = [r for e in entries for r in e["resources"]]
+        for resource in resources:
+            data = content_bytes(await client.read_resource(resource["uri"]))
+            assert (sha256(data), len(data)) == (resource["digest"], resource["size"])
+        binary = (await client.read_resource("skill://pdf/scripts/tool.bin")).contents[0]
+        assert isinstance(binary, types.BlobResourceContents)
+        events = tree.index.audit()
+        assert len(events) == len(resources) + 1
+        assert {(e.event, e.level, e.outcome) for e in events} == {("resource.read", 3, "ok")}
+        assert {e.session for e in events} == {f"mcp:test-host/{session_token(events)}"}
+        assert sum(e.bytes for e in events) == sum(r["size"] for r in resources) + len(BINARY)
+    tree.run(test)
+
+
+def session_token(events: list[Any]) -> str:
+    return str(events[0].session).rsplit("/", 1)[1]
+
+
+def test_a_changed_file_is_refused_not_served(tree: Tree) -> None:
+    guide = tree.root / "pdf" / "references" / "guide.md"
+
+    async def test(client: Client) -> None:
+        guide.write_text("# Gxide\n", encoding="utf-8")  # same size, other bytes
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("skill://pdf/references/guide.md")
+        assert refused.value.error.code == -32603
+        assert "changed since it was indexed" in refused.value.error.message
+        (event,) = tree.index.audit()
+        assert (event.outcome, event.bytes, event.resource) == ("mismatch", 0,
+                                                                "references/guide.md")
+        assert event.digest == hashlib.sha256(b"# Gxide\n").hexdigest()
+    tree.run(test)
+
+
+def test_unknown_uris_and_path_escapes_are_refused_and_audited(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        for uri in ("skill://pdf/nope.md", "skill://nope/SKILL.md", "skill://pdf/../secret.txt",
+                    "skill://pdf/references/../../../secret.txt", "file:///etc/passwd"):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            assert refused.value.error.code == -32602, uri
+        rows = [(e.skill, e.resource, e.outcome) for e in tree.index.audit()]
+        assert rows == [("pdf", "nope.md", "not-found"), ("nope", "SKILL.md", "not-found"),
+                        ("pdf", "../secret.txt", "refused"),
+                        ("pdf", "references/../../../secret.txt", "refused"),
+                        ("file:", "//etc/passwd", "refused")]
+        assert all(e.bytes == 0 for e in tree.index.audit())
+    tree.run(test)
+
+
+def test_tools_for_hosts_without_the_extension(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        listed = await client.call_tool("list_skills", {})
+        names = [s["name"] for s in json.loads(listed.content[0].text)]  # type: ignore[union-attr]
+        assert names == [w.name for w in tree.index.winners()]
+        body = await client.call_tool("load_skill", {"name": "pdf"})
+        assert body.content[0].text == "# PDF\n\nSee references/guide.md.\n"  # type: ignore[union-attr]
+        guide = await client.call_tool("read_skill_file",
+                                       {"uri": "skill://pdf/references/guide.md"})
+        assert guide.content[0].text == "# Guide\n"  # type: ignore[union-attr]
+        for name, arguments in (("load_skill", {"name": "nope"}),
+                                ("read_skill_file", {"uri": "skill://pdf/../secret.txt"}),
+                                ("read_skill_file", {"uri": "skill://pdf/scripts/tool.bin"})):
+            failed = await client.call_tool(name, arguments)
+            assert failed.is_error
+        rows = [(e.event, e.level, e.outcome, e.reason) for e in tree.index.audit()]
+        assert rows == [("skill.read", 2, "ok", "load_skill"),
+                        ("resource.read", 3, "ok", "read_skill_file"),
+                        ("resource.read", 3, "refused", "read_skill_file"),
+                        ("resource.read", 3, "ok", "read_skill_file")]
+    tree.run(test)
+
+
+def test_a_reindex_is_announced_without_a_restart(tree: Tree, env: Environment,
+                                                   db_url: str) -> None:
+    async def test(client: Client) -> None:
+        async with client.listen(resources_list_changed=True) as subscription:
+            write_skill(tree.root, "late", description="Added later.")
+            with SkillIndex.open(root_settings(tree.root), db=db_url, env=env) as other:
+                await anyio.to_thread.run_sync(other.reindex)
+            with anyio.fail_after(10):
+                async for _event in subscription:
+                    break
+        uris = [e["uri"] for e in (await call(client, "skills/list", {}))["skills"]]
+        assert "skill://late/SKILL.md" in uris
+        late = await client.read_resource("skill://late/SKILL.md")
+        assert content_bytes(late).startswith(b"---\nname: late\n")
+        assert "late" in (await client.call_tool("list_skills", {})).content[0].text  # type: ignore[union-attr]
+    tree.run(test, poll_seconds=0.05)
+
+
+def test_qualified_names_are_prefix_segments(tmp_path: Path, db_url: str,
+                                              env: Environment) -> None:
+    near, far = tmp_path / "near", tmp_path / "far"
+    write_skill(near, "pdf", body="near\n")
+    write_skill(far, "pdf", body="far\n")
+    settings = replace(root_settings(near, far, validation=Validation.LENIENT),
+                       collision_policy="qualify")
+    with SkillIndex.open(settings, db=db_url, env=env) as index:
+        index.reindex()
+
+        async def test(client: Client) -> None:
+            entries = (await call(client, "skills/list", {}))["skills"]
+            assert [e["uri"] for e in entries] == ["skill://test.user.1/pdf/SKILL.md",
+                                                   "skill://test.user.2/pdf/SKILL.md"]
+            assert all(e["frontmatter"]["name"] == "pdf" for e in entries)
+            far_body = await client.read_resource("skill://test.user.2/pdf/SKILL.md")
+            assert content_bytes(far_body).endswith(b"---\nfar\n")
+            assert (await index_read(index, "skill://test.user.2/pdf/SKILL.md")).endswith(
+                b"---\nfar\n")
+
+        async def main() -> None:
+            async with Client(create_server(index)) as client:
+                await test(client)
+        anyio.run(main)
+
+
+async def index_read(index: SkillIndex, uri: str) -> bytes:
+    return index.read(uri, reason="test").data
+
+
+def manifest(tree: Tree, count: int, size: int) -> SkillManifest:
+    return SkillManifest("big", tree.index.winners()[0].candidate,
+                         {"name": "big", "description": "Big."}, tuple(
+        ManifestFile("SKILL.md" if n == 0 else f"f{n}", size, "0" * 32, "0" * 64)
+        for n in range(count)))
+
+
+@pytest.mark.parametrize(("count", "size", "served"), [
+    (512, 1, True), (513, 1, False), (1, skills.MAX_BYTES, True), (2, skills.MAX_BYTES // 2, True),
+    (2, skills.MAX_BYTES // 2 + 1, False)], ids=["512-files", "513-files", "16MiB", "2x8MiB",
+                                                  "over-16MiB"])
+def test_the_extension_limits_decide_what_is_served(tree: Tree, count: int, size: int,
+                                                    served: bool) -> None:
+    reason = skills.withheld_reason(manifest(tree, count, size))
+    assert (reason is None) is served
+
+
+def test_a_skill_over_the_file_limit_is_withheld_and_explain_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "skills"
+    big = write_skill(root, "big")
+    write_skill(root, "small")
+    for number in range(skills.MAX_FILES):
+        (big / f"file-{number:03}.txt").write_text("x", encoding="utf-8")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"], catch_exceptions=False).exit_code == 0
+    explained = runner.invoke(cli, ["explain", "big"], catch_exceptions=False)
+    assert "not served over MCP: 513 files" in explained.output
+    as_json = json.loads(runner.invoke(cli, ["--json", "explain", "big"]).output)
+    assert as_json["mcp"] == {"served": False,
+                              "reason": "513 files; the MCP skills extension serves at most 512"}
+    small = json.loads(runner.invoke(cli, ["--json", "explain", "small"]).output)
+    assert small["mcp"] == {"served": True, "reason": None}
+    with SkillIndex.open() as index:
+        async def main() -> None:
+            async with Client(create_server(index)) as client:
+                uris = [e["uri"] for e in (await call(client, "skills/list", {}))["skills"]]
+                assert uris == ["skill://small/SKILL.md"]
+                with pytest.raises(MCPError):
+                    await call(client, "skills/get", {"uri": "skill://big/SKILL.md"})
+                with pytest.raises(MCPError):
+                    await client.read_resource("skill://big/file-000.txt")
+        anyio.run(main)
+
+
+def test_over_stdio_a_host_lists_reads_and_is_audited(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "skills"
+    skill = write_skill(root, "pdf", body="# PDF\n")
+    (skill / "guide.md").write_text("guide\n", encoding="utf-8")
+    isolate_cli(tmp_path, monkeypatch, root)
+    assert CliRunner().invoke(cli, ["reindex"], catch_exceptions=False).exit_code == 0
+    server = StdioServerParameters(command=sys.executable, args=["-m", "skillindex", "serve"],
+                                   env=dict(os.environ), cwd=str(tmp_path))
+
+    async def main() -> None:
+        async with Client(server, client_info=Implementation(name="stdio-host", version="1"),
+                          read_timeout_seconds=30) as client:
+            assert client.server_capabilities.extensions == {EXTENSION: {"directoryRead": True}}
+            (entry,) = (await call(client, "skills/list", {}))["skills"]
+            for resource in entry["resources"]:
+                data = content_bytes(await client.read_resource(resource["uri"]))
+                assert sha256(data) == resource["digest"]
+            with pytest.raises(MCPError):
+                await client.read_resource("skill://pdf/../outside")
+    anyio.run(main)
+    with SkillIndex.open() as index:
+        rows = [(e.resource, e.outcome, e.session.split("/")[0] if e.session else None)
+                for e in index.audit()]
+    assert rows == [("SKILL.md", "ok", "mcp:stdio-host"), ("guide.md", "ok", "mcp:stdio-host"),
+                    ("../outside", "refused", "mcp:stdio-host")]
+
+
+def test_without_the_extra_serve_says_how_to_install_it(tmp_path: Path) -> None:
+    # `None` in sys.modules makes `import mcp` fail as it does where the package is missing.
+    code = ("import sys; sys.modules['mcp'] = None; from skillindex.cli import main; "
+            "main(['serve'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, check=False, timeout=60,
+                          env={**os.environ, "SKILLINDEX_DB": str(tmp_path / "db.sqlite")})
+    assert done.returncode == 1
+    assert done.stderr == ("skillindex: error: skillindex serve needs the mcp extra: "
+                           "pip install 'skillindex[mcp]'\n")
+
+
+@pytest.mark.parametrize(("value", "address"), [
+    ("127.0.0.1:8765", ("127.0.0.1", 8765)), (":8765", ("127.0.0.1", 8765)),
+    ("8765", ("127.0.0.1", 8765)), ("0.0.0.0:80", ("0.0.0.0", 80)),
+    ("[::1]:8765", ("::1", 8765))], ids=["host-port", "port-only", "bare-port", "any", "ipv6"])
+def test_http_addresses_default_to_this_machine(value: str, address: tuple[str, int]) -> None:
+    assert parse_listen(value) == address
+
+
+@pytest.mark.parametrize("value", ["host", "host:", "host:99999", "host:-1"])
+def test_a_bad_http_address_is_a_usage_error(value: str) -> None:
+    import click
+
+    with pytest.raises(click.BadParameter):
+        parse_listen(value)
