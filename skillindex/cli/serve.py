@@ -39,9 +39,9 @@ def serve(ctx: click.Context, listen: str | None, page_size: int, poll: float) -
     audited under the client's name. A reindex is noticed without a restart.
 
     \b
-    Example (a host's mcpServers entry runs this):
-      skillindex --cwd ~/project serve
-      skillindex serve --http 127.0.0.1:8765
+    Examples:
+      skillindex --cwd ~/project serve        # what a host's mcpServers entry runs
+      skillindex serve --http 127.0.0.1:8765  # streamable HTTP at /mcp
     """
     address = parse_listen(listen) if listen is not None else None
     try:
@@ -50,7 +50,7 @@ def serve(ctx: click.Context, listen: str | None, page_size: int, poll: float) -
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types", "pydantic",
                                                               "anyio"):
             raise
-        fail(ctx, f"error: {INSTALL_HINT}", EXIT_ERROR)
+        fail(ctx, INSTALL_HINT, EXIT_ERROR)
     options = options_of(ctx)
     with options.open() as index:
         run(index, http=address, page_size=page_size, poll_seconds=poll)
