@@ -149,6 +149,10 @@ def peak_kib(script: str, config: Path, db: Path, cwd: Path) -> int:
     return int(output.strip().splitlines()[-1])
 
 
+# `skillindex serve` over stdio is measured when the mcp extra is installed.
+MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
+
+
 def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
     from skillindex import SkillIndex
 
@@ -220,6 +224,12 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
         results["read_resource_s"] = median_time(
             lambda: index.read(f"skill://{name}/references/guide.md", reason="bench"),
             max(repeat, 20))
+    if MCP_OPTIONS["enabled"]:
+        from scripts.bench_mcp import bench_mcp
+
+        results.update(bench_mcp(base, config=config, db=db, cwd=cwd, repeat=repeat,
+                                 skill_dirs=[w.candidate.directory for w in index.winners()],
+                                 agentskills=MCP_OPTIONS["agentskills"]))
     index.close()
 
     results["peak_rss_mb"] = peak_kib(PEAK_SCRIPT, config, base / "peak.sqlite", cwd) / 1024
@@ -235,6 +245,10 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         "cold / floor B": result["cold_s"] / result["floor_b_s"],
         "1% changed / unchanged": result["changed_1pct_s"] / result["unchanged_s"],
     }
+    for figure in ("start", "list_all", "read"):
+        if f"agentskills_{figure}_s" in result:
+            out[f"serve / agentskills-mcp-server, {figure}"] = (
+                result[f"mcp_{figure}_s"] / result[f"agentskills_{figure}_s"])
     return out
 
 
@@ -250,6 +264,12 @@ def table(results: list[dict[str, Any]]) -> str:
         ("python -c pass (process floor)", "python_start_s"),
         ("read body (verify + audit)", "read_body_s"),
         ("read resource (verify + audit)", "read_resource_s"),
+        ("serve: start-up to first skills/list page", "mcp_start_s"),
+        ("serve: skills/list, every page", "mcp_list_all_s"),
+        ("serve: one resources/read", "mcp_read_s"),
+        ("agentskills-mcp-server: start-up to first page", "agentskills_start_s"),
+        ("agentskills-mcp-server: skills/list, every page", "agentskills_list_all_s"),
+        ("agentskills-mcp-server: one resources/read", "agentskills_read_s"),
     ]
     header = "| measure | " + " | ".join(f"{r['skills']:,} skills" for r in results) + " |"
     lines = [header, "|---|" + "---:|" * len(results)]
@@ -264,7 +284,7 @@ def table(results: list[dict[str, Any]]) -> str:
         f"{r['baseline_rss_mb']:.0f} MB" for r in results) + " |")
     for name in ratios(results[0]):
         lines.append(f"| ratio: {name} | " + " | ".join(
-            f"{ratios(r)[name]:.2f}x" for r in results) + " |")
+            f"{ratios(r)[name]:.2f}x" if name in ratios(r) else "-" for r in results) + " |")
     return "\n".join(lines)
 
 
@@ -284,7 +304,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per figure")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--work", type=Path, help="where to generate trees (default: a temp dir)")
+    parser.add_argument("--agentskills-python", metavar="PYTHON",
+                        help="a Python >= 3.12 with agentskills-mcp-server, to measure beside "
+                        "`skillindex serve`")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("mcp is not installed: `skillindex serve` is not measured", file=sys.stderr)
+    else:
+        from scripts.bench_mcp import agentskills_python
+
+        MCP_OPTIONS["enabled"] = True
+        MCP_OPTIONS["agentskills"] = agentskills_python(args.agentskills_python)
     sizes = [200] if args.quick else (args.sizes or [1_000, 10_000, 100_000])
     repeat = 1 if args.quick else args.repeat
     work = Path(tempfile.mkdtemp(prefix="skillindex-bench-", dir=args.work))

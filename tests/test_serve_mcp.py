@@ -266,6 +266,28 @@ def test_a_reindex_is_announced_without_a_restart(tree: Tree, env: Environment,
     tree.run(test, poll_seconds=0.05)
 
 
+def test_a_reindex_is_announced_to_a_handshake_era_client(tree: Tree, env: Environment,
+                                                          db_url: str) -> None:
+    announced = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            announced.set()
+
+    async def main() -> None:
+        async with Client(tree.server(poll_seconds=0.05), mode="legacy",
+                          message_handler=on_message) as client:
+            assert client.protocol_version not in ("2026-07-28",)
+            assert "skill://pdf/SKILL.md" in {
+                e["uri"] for e in (await call(client, "skills/list", {}))["skills"]}
+            write_skill(tree.root, "late", description="Added later.")
+            with SkillIndex.open(root_settings(tree.root), db=db_url, env=env) as other:
+                await anyio.to_thread.run_sync(other.reindex)
+            with anyio.fail_after(10):
+                await announced.wait()
+    anyio.run(main)
+
+
 def test_qualified_names_are_prefix_segments(tmp_path: Path, db_url: str,
                                               env: Environment) -> None:
     near, far = tmp_path / "near", tmp_path / "far"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import anyio
 from mcp import MCPError
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
@@ -35,9 +35,6 @@ POLL_SECONDS = 1.0
 TTL_MS = 0  # the listing changes at any reindex; the server says so with list_changed
 CACHE_SCOPE = "private"  # what is served depends on this user's roots and working directory
 _LEGACY_SESSIONS = 64
-
-Handler = Callable[[Any, Any], Awaitable[dict[str, Any]]]
-
 
 class _ListParams(RequestParams):
     cursor: StrictStr | None = None
@@ -103,13 +100,18 @@ class Skills:
             await anyio.sleep(self.poll_seconds)
             await self.refresh()
 
-    def remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """Keep handshake-era sessions: they learn of changes by a notification, not a listen."""
+    async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        """Middleware keeping handshake-era connections, which learn of a change by a
+        notification rather than a `subscriptions/listen` stream."""
+        result = await call_next(ctx)
         session = ctx.session
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or session in self.legacy_sessions:
-            return
-        self.legacy_sessions.append(session)
-        del self.legacy_sessions[:-_LEGACY_SESSIONS]
+        params = session.client_params
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and params is not None:
+            # One connection's requests share its handshake parameters: keep its latest session.
+            self.legacy_sessions = [s for s in self.legacy_sessions
+                                    if s.client_params is not params][-_LEGACY_SESSIONS + 1:]
+            self.legacy_sessions.append(session)
+        return result
 
     def session_label(self, ctx: ServerRequestContext[Any, Any] | None) -> str:
         """The audit session: the client's name and this connection."""
@@ -227,17 +229,11 @@ class _SkillsExtension(Extension):
 
     def methods(self) -> Sequence[MethodBinding]:
         return (
-            MethodBinding("skills/list", _ListParams, self._remembering(self.state.list_skills)),
-            MethodBinding("skills/get", _GetParams, self._remembering(self.state.get_skill)),
+            MethodBinding("skills/list", _ListParams, self.state.list_skills),
+            MethodBinding("skills/get", _GetParams, self.state.get_skill),
             MethodBinding("resources/directory/read", _DirectoryParams,
-                          self._remembering(self.state.read_directory)),
+                          self.state.read_directory),
         )
-
-    def _remembering(self, handler: Handler) -> Handler:
-        async def handle(ctx: Any, params: Any) -> dict[str, Any]:
-            self.state.remember(ctx)
-            return await handler(ctx, params)
-        return handle
 
 
 class SkillServer(MCPServer[dict[str, Any]]):
@@ -259,6 +255,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
                          extensions=[_SkillsExtension(state)], lifespan=lifespan,
                          subscriptions=state.bus)
         state.on_change.append(self._new_instructions)
+        self.middleware.append(state.remember)
         self._add_tools()
 
     def _new_instructions(self) -> None:
@@ -271,8 +268,6 @@ class SkillServer(MCPServer[dict[str, Any]]):
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         ctx = _request_context(context)
-        if ctx is not None:
-            self.state.remember(ctx)
         content, kind = self.state.read(str(uri), session=self.state.session_label(ctx),
                                         reason="resources/read")
         return [ReadResourceContents(content=content, mime_type=kind)]
