@@ -411,6 +411,13 @@ def test_a_cached_catalog_is_the_same_catalog(limit: int) -> None:
     assert Catalog.from_cache(empty_one.to_cache()) == empty_one
 
 
+def test_a_cached_catalog_keeps_omitted_names_that_hold_a_newline() -> None:
+    # A store written by an older version may hold such a name; the cache must not split it.
+    items = [CatalogItem("new\nline", "x", "/a/SKILL.md"), CatalogItem("b", "y", "/b/SKILL.md")]
+    catalog = build(items, max_chars=0, fmt="xml")
+    assert [o.name for o in Catalog.from_cache(catalog.to_cache()).omitted] == ["new\nline", "b"]
+
+
 def test_an_unchanged_reindex_keeps_the_cached_catalog(
         tmp_path: Path, open_index: OpenIndex) -> None:
     from sqlalchemy import func, select

@@ -3,6 +3,7 @@ them escaped, JSON keeps them exact, and the XML catalog stays well-formed."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+import skillindex.cli as cli_package
 from skillindex.cli import cli
 from tests.conftest import write_skill
 
@@ -196,3 +198,28 @@ def test_text_written_by_an_older_version_is_escaped_too(tree: Path, tmp_path: P
     ET.fromstring(document[:document.rindex("</available_skills>") + 19])
     human("explain", "osc\x1b]0;old\x07\u202e")
     human("explain", "missing\x1b]0;x\x07", code=3)
+
+
+# Output the CLI prints exactly as it is: data handed on (a file, a /skill: message, a lock file,
+# a migration revision) or text escaped already on the line itself.
+EXACT = {"found.data", "message.message", "text", "current or '(empty database)'"}
+
+
+def test_every_command_prints_through_the_escaping_helpers() -> None:
+    """A new command printing skill text with click.echo would bypass the escaping: human output
+    goes through cli.common's echo, table, fail and print_json."""
+    bypasses = []
+    for module in sorted(Path(cli_package.__file__).parent.glob("*.py")):
+        if module.name == "common.py":
+            continue
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) in {
+                    "click.echo", "click.secho", "print", "sys.stdout.write",
+                    "sys.stderr.write"}):
+                continue
+            first = ast.unparse(node.args[0]) if node.args else ""
+            # A line starting with a carriage return redraws the progress line, escaped as built.
+            if first in EXACT or first.startswith(("escape.", "f'\\r", 'f"\\r', "'\\r'")):
+                continue
+            bypasses.append(f"{module.name}:{node.lineno}: {ast.unparse(node)}")
+    assert bypasses == []

@@ -83,23 +83,29 @@ class Catalog:
 
     def to_cache(self) -> str:
         """A compact JSON form, quick to load however many skills were left out: the omitted
-        names as one newline-separated string (a skill name holds no control character), their
-        reasons as runs of (reason, count)."""
+        names as one newline-separated string (a list in the rare store whose names hold a
+        newline, as an older version could keep), their reasons as runs of (reason, count)."""
         runs: list[list[Any]] = []
         for reason in self.omitted_reasons:
             if runs and runs[-1][0] == reason:
                 runs[-1][1] += 1
             else:
                 runs.append([reason, 1])
+        joined = "\n".join(self.omitted_names)
+        omitted: str | list[str] = joined
+        if self.omitted_names and joined.count("\n") != len(self.omitted_names) - 1:
+            omitted = list(self.omitted_names)
         return json.dumps({
             "text": self.text, "format": self.format, "max_chars": self.max_chars,
             "entries": [e.as_dict() for e in self.entries],
-            "omitted": "\n".join(self.omitted_names), "omitted_reasons": runs})
+            "omitted": omitted, "omitted_reasons": runs})
 
     @classmethod
     def from_cache(cls, payload: str) -> Catalog:
         data: dict[str, Any] = json.loads(payload)
-        names = tuple(data["omitted"].split("\n")) if data["omitted"] else ()
+        stored = data["omitted"]
+        names = (tuple(stored) if isinstance(stored, list)
+                 else tuple(stored.split("\n")) if stored else ())
         reasons = tuple(chain.from_iterable(repeat(reason, count)
                                             for reason, count in data["omitted_reasons"]))
         return cls(data["text"], data["format"], data["max_chars"],
