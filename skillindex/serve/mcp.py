@@ -147,7 +147,7 @@ class Skills:
 
     async def read_directory(self, ctx: Any, params: _DirectoryParams) -> dict[str, Any]:
         publication = self.publication
-        children = publication.directories.get(params.uri)
+        children = publication.directory(params.uri)
         if children is None:
             kind = "is not a directory resource" if params.uri in publication.files else (
                 "is not served")

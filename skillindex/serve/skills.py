@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import mimetypes
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from skillindex.model import SkillManifest
 from skillindex.query.disclose import SCHEME, skill_path
@@ -27,7 +28,10 @@ class ServedFile:
     uri: str
     skill: str
     rel_path: str
-    mime_type: str
+
+    @property
+    def mime_type(self) -> str:
+        return mime_type(self.rel_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,22 +50,53 @@ class Published:
     uri: str  # of its SKILL.md
     description: str
     entry: dict[str, Any]
+    files: tuple[str, ...]  # relative paths, as in the manifest
 
 
 class Publication:
     """Everything the server answers from, for one state of the index (one generation)."""
 
     def __init__(self, generation: str, skills: Sequence[Published],
-                 files: Mapping[str, ServedFile],
-                 directories: Mapping[str, list[dict[str, str]]],
-                 withheld: Sequence[Withheld]) -> None:
+                 files: Mapping[str, ServedFile], withheld: Sequence[Withheld]) -> None:
         self.generation = generation
         self.skills = tuple(skills)
         self.by_uri = {skill.uri: skill for skill in self.skills}
         self.by_name = {skill.name: skill for skill in self.skills}
+        self.by_base = {skill.uri[:-len(SKILL_MD) - 1]: skill for skill in self.skills}
         self.files = dict(files)
-        self.directories = dict(directories)
         self.withheld = tuple(withheld)
+        self._directories: dict[str, list[dict[str, str]] | None] = {}
+
+    def directory(self, uri: str) -> list[dict[str, str]] | None:
+        """The direct children of a skill's folder or subfolder; None for anything else.
+
+        Worked out on first asking (most folders are never listed) and kept."""
+        if uri not in self._directories:
+            self._directories[uri] = self._children(uri)
+        return self._directories[uri]
+
+    def _children(self, uri: str) -> list[dict[str, str]] | None:
+        # The longest skill path the URI starts with owns it, as it does for reads.
+        parts = uri.split("/")
+        for cut in range(len(parts), 2, -1):
+            skill = self.by_base.get("/".join(parts[:cut]))
+            if skill is not None:
+                inside = "/".join(parts[cut:])
+                break
+        else:
+            return None
+        prefix = f"{unquote(inside)}/" if inside else ""
+        children: dict[str, dict[str, str]] = {}
+        for rel in skill.files:
+            if not rel.startswith(prefix):
+                continue
+            head, slash, _ = rel[len(prefix):].partition("/")
+            child = f"{uri}/{_quoted(head)}"
+            children.setdefault(child, {"uri": child, "name": head, "mimeType": (
+                DIRECTORY if slash else mime_type(rel))})
+        if not children and inside:
+            return None  # not a folder of the skill (a file, or nothing)
+        return sorted(children.values(), key=lambda child: child["uri"])
 
 
 def mime_type(rel_path: str) -> str:
@@ -79,7 +114,7 @@ def withheld_reason(manifest: SkillManifest) -> str | None:
     """Why this catalog skill is not served over MCP, or None when it is."""
     segments = skill_path(manifest.name).split("/")
     for segment in segments:
-        if not segment or segment in (".", "..") or quote(segment, safe="") != segment:
+        if segment in ("", ".", "..") or "/" in segment or _quoted(segment) != segment:
             return (f"the name {manifest.name!r} does not make a skill:// path "
                     f"(segment {segment!r} would need escaping)")
     frontmatter = manifest.frontmatter
@@ -102,7 +137,6 @@ def build(generation: str, manifests: Sequence[SkillManifest]) -> Publication:
     """The publication of these catalog skills (in catalog order), from their stored manifests."""
     skills: list[Published] = []
     files: dict[str, ServedFile] = {}
-    directories: dict[str, dict[str, dict[str, str]]] = {}
     withheld: list[Withheld] = []
     for manifest in manifests:
         reason = withheld_reason(manifest)
@@ -111,33 +145,21 @@ def build(generation: str, manifests: Sequence[SkillManifest]) -> Publication:
             continue
         base = base_uri(manifest.name)
         resources = []
-        directories.setdefault(base, {})
         for entry in manifest.files:
-            uri = f"{base}/{quote(entry.rel_path, safe='/')}"
-            kind = mime_type(entry.rel_path)
-            files[uri] = ServedFile(uri, manifest.name, entry.rel_path, kind)
+            uri = f"{base}/{_quoted(entry.rel_path)}"
+            files[uri] = ServedFile(uri, manifest.name, entry.rel_path)
             resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
                               "size": entry.size})
-            _add_to_directories(directories, base, entry.rel_path, kind)
         description = str(manifest.frontmatter["description"])
         skills.append(Published(manifest.name, f"{base}/{SKILL_MD}", description, {
             "uri": f"{base}/{SKILL_MD}", "frontmatter": manifest.frontmatter,
-            "resources": resources}))
-    listed = {uri: sorted(children.values(), key=lambda child: child["uri"])
-              for uri, children in directories.items()}
-    return Publication(generation, skills, files, listed, withheld)
+            "resources": resources}, tuple(entry.rel_path for entry in manifest.files)))
+    return Publication(generation, skills, files, withheld)
 
 
-def _add_to_directories(directories: dict[str, dict[str, dict[str, str]]], base: str,
-                        rel_path: str, kind: str) -> None:
-    parts = rel_path.split("/")
-    parent = base
-    for depth, part in enumerate(parts):
-        child = f"{parent}/{quote(part, safe='')}"
-        children = directories.setdefault(parent, {})
-        if depth == len(parts) - 1:
-            children[child] = {"uri": child, "name": part, "mimeType": kind}
-        else:
-            children.setdefault(child, {"uri": child, "name": part, "mimeType": DIRECTORY})
-            directories.setdefault(child, {})
-        parent = child
+_PLAIN = re.compile(r"[A-Za-z0-9._~/-]*")
+
+
+def _quoted(path: str) -> str:
+    """`path` as URI path text (`/` kept); most paths need no escaping, so skip the work."""
+    return path if _PLAIN.fullmatch(path) else quote(path, safe="/")
