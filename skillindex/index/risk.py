@@ -1,0 +1,371 @@
+"""Risk rules: what a skill's files say that an agent should not run unseen (pure, no I/O)."""
+
+from __future__ import annotations
+
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass
+
+# Part of every skill's change key: bump it when a rule changes, so files are judged again.
+RULES_VERSION = 1
+
+HIDDEN_UNICODE = "hidden-unicode"
+PROMPT_INJECTION = "prompt-injection"
+REMOTE_EXEC = "remote-exec"
+SECRET = "secret"  # noqa: S105 - a finding code, not a password
+BINARY_MASQUERADE = "binary-masquerade"
+EXECUTABLE_OUTSIDE_SCRIPTS = "executable-outside-scripts"
+CODES = (HIDDEN_UNICODE, PROMPT_INJECTION, REMOTE_EXEC, SECRET, BINARY_MASQUERADE,
+         EXECUTABLE_OUTSIDE_SCRIPTS)
+
+# Text is judged up to this many bytes of a file; the rest of a larger file is not.
+TEXT_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Risk:
+    """One finding in one file: its code, where, and what (never the secret itself)."""
+
+    code: str
+    path: str  # relative to the skill directory
+    line: int  # 1-based; 0 for the file as a whole
+    message: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"code": self.code, "path": self.path, "line": self.line, "message": self.message}
+
+
+# -- Content types ------------------------------------------------------------------------------
+
+TEXT_SUFFIXES = frozenset({
+    "md", "markdown", "txt", "rst", "py", "sh", "bash", "zsh", "fish", "ps1", "js", "mjs", "cjs",
+    "ts", "tsx", "jsx", "json", "yaml", "yml", "toml", "ini", "cfg", "csv", "tsv", "xml",
+    "html", "htm", "css", "sql", "rb", "pl", "go", "rs", "java", "kt", "c", "h", "cpp", "hpp",
+    "cs", "php", "lua", "r", "swift", "tex", "svg", "env", "conf", "mermaid", "dot", "j2",
+    "jinja", "tmpl", "template",
+})
+# What the first bytes of a file say it is.
+_MAGIC = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xce\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xca\xfe\xba\xbe", "a Mach-O or Java class file"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x00asm", "a WebAssembly module"),
+)
+_EXECUTABLE_KINDS = frozenset({"an ELF executable", "a Windows executable",
+                               "a Mach-O executable", "a Mach-O or Java class file",
+                               "a WebAssembly module"})
+# Image and document suffixes and the kinds their bytes must be.
+_BINARY_SUFFIXES = {"png": "a PNG image", "jpg": "a JPEG image", "jpeg": "a JPEG image",
+                    "gif": "a GIF image", "pdf": "a PDF document", "zip": "a zip archive",
+                    "gz": "a gzip archive"}
+
+
+def _suffix(rel_path: str) -> str:
+    name = rel_path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+
+
+def _magic_kind(head: bytes) -> str | None:
+    # "MZ" alone starts ordinary text too; a Windows executable also says "This program".
+    for magic, kind in _MAGIC:
+        if head.startswith(magic) and (magic != b"MZ" or b"This program" in head[:512]
+                                       or b"PE\x00\x00" in head[:1024]):
+            return kind
+    return None
+
+
+def _looks_binary(head: bytes) -> bool:
+    return b"\x00" in head[:8192]
+
+
+# -- Hidden Unicode -----------------------------------------------------------------------------
+
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI_MARKS = frozenset("\u200e\u200f\u061c")
+
+
+def _is_rtl_letter(char: str) -> bool:
+    return unicodedata.bidirectional(char) in ("R", "AL")
+
+
+def _is_pictograph(char: str) -> bool:
+    # Emoji joined by ZWJ (family, profession sequences) and their modifiers.
+    code = ord(char)
+    return (0x1F000 <= code <= 0x1FAFF or 0x2600 <= code <= 0x27BF or char in "\ufe0f\u20e3"
+            or 0x1F3FB <= code <= 0x1F3FF)
+
+
+def _joins_script(before: str, after: str) -> bool:
+    # ZWJ and ZWNJ shape letters in Arabic, Persian and the Indic scripts: legitimate there.
+    return (unicodedata.category(before)[0] in "LM" and unicodedata.category(after)[0] in "LM"
+            and not (before.isascii() and after.isascii()))
+
+
+_SUSPECT = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+                      "\U000e0000-\U000e007f]")
+
+
+def _hidden_unicode(rel_path: str, text: str) -> list[Risk]:
+    found: list[Risk] = []
+    line_of = _Lines(text)
+    line_start, line_end, judged_line = 0, -1, -1
+    line, rtl = "", False
+    for match in _SUSPECT.finditer(text):
+        offset = match.start()
+        if offset > line_end:  # a new line: find its bounds and its script once
+            line_start = text.rfind("\n", 0, offset) + 1
+            line_end = text.find("\n", offset)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[line_start:line_end]
+            rtl = any(_is_rtl_letter(letter) for letter in line)
+        elif judged_line == line_start:
+            continue  # one finding a line is enough to point at it
+        column = offset - line_start + 1
+        problem = _hidden_problem(line, column - 1, rtl=rtl, first=offset == 0)
+        if problem is not None:
+            judged_line = line_start
+            found.append(Risk(HIDDEN_UNICODE, rel_path, line_of(offset),
+                              f"column {column}: U+{ord(text[offset]):04X}, {problem}"))
+            if len(found) == MAX_PER_CODE:
+                break
+    return found
+
+
+def _hidden_problem(line: str, index: int, *, rtl: bool, first: bool) -> str | None:
+    char = line[index]
+    code = ord(char)
+    if 0xE0000 <= code <= 0xE007F:
+        return "a Unicode tag character (invisible text)"
+    if char in _BIDI_CONTROLS or char in _BIDI_MARKS:
+        return None if rtl else "a bidirectional control outside right-to-left text"
+    before = line[index - 1] if index > 0 else ""
+    after = line[index + 1] if index + 1 < len(line) else ""
+    if char == "\ufeff" and first:
+        return None  # a byte order mark
+    if char == "\u200d" and (_is_pictograph(before) or _is_pictograph(after)):
+        return None  # an emoji sequence
+    if char in "\u200c\u200d" and before and after and _joins_script(before, after):
+        return None
+    if before.strip() and after.strip():
+        return "an invisible zero-width character inside a word"
+    return None if char == "\u200b" else "an invisible zero-width character"
+
+
+# -- Patterns over text -------------------------------------------------------------------------
+
+# Bounded gaps ({0,80}) keep every pattern linear in the line's length.
+_NEGATED = re.compile(
+    r"\b(never|don't|do not|must not|should not|avoid|instead of|rather than|not safe|unsafe|"
+    r"dangerous|bad practice|anti-pattern|warn|flag|detect|block|refuse|reject|e\.g\.|"
+    r"such as|for example|example of|like\b)", re.IGNORECASE)
+_INJECTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+)?"
+    r"(previous|prior|above|earlier|preceding|system|original)\s+"
+    r"(instructions?|prompts?|rules|directions|guidelines|context)"
+    r"|\b(do not|don't|never)\s+(tell|inform|mention|reveal|show|disclose)\b.{0,40}"
+    r"\b(the\s+)?user\b"
+    r"|\bwithout\s+(telling|informing|notifying|asking)\s+the\s+user\b"
+    r"|\b(hide|conceal)\s+(this|these|it|the\s+\w+|your\s+\w+)\s+from\s+the\s+user\b"
+    r"|\b(reveal|print|output|repeat|show|leak|dump)\s+(me\s+)?(your|the)\s+"
+    r"(full\s+|entire\s+|hidden\s+)?(system\s+prompt|initial\s+instructions|"
+    r"hidden\s+instructions)"
+    r"|\byou\s+are\s+now\s+(in\s+)?(dan|developer\s+mode|jailbroken|unrestricted)\b",
+    re.IGNORECASE)
+_FETCH = r"(curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b"
+_SHELL = r"(sudo\s+)?(ba|z|k|da)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression"
+_REMOTE_EXEC = re.compile(
+    rf"\b{_FETCH}[^|\n]{{0,200}}\|\s*({_SHELL})\b"
+    rf"|\b(ba|z)?sh\s+(-c\s+)?[\"']?\$\(\s*{_FETCH}"
+    rf"|\b(ba|z)?sh\s+<\(\s*{_FETCH}"
+    rf"|\b(eval|exec)\s*\(?\s*[\"']?\$\(\s*{_FETCH}"
+    r"|\biex\s*\(\s*(new-object\s+net\.webclient|iwr|irm|invoke-webrequest)",
+    re.IGNORECASE)
+# Kinds of secrets and their shapes, as one pattern; the value is never stored or shown.
+_SECRET_SHAPES = {
+    "private_key": ("a private key", r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?"
+                                     r"PRIVATE KEY(?: BLOCK)?-----"),
+    "aws": ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "github": ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})"),
+    "gitlab": ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    "slack": ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    "anthropic": ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+    "openai": ("an OpenAI API key", r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}"),
+    "google": ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    "stripe": ("a Stripe secret key", r"\b[rs]k_live_[0-9A-Za-z]{16,}"),
+}
+_SECRET_KINDS = {group: kind for group, (kind, _) in _SECRET_SHAPES.items()}
+_SECRET = re.compile("|".join(f"(?P<{group}>{shape})"
+                              for group, (_, shape) in _SECRET_SHAPES.items()))
+# A key in documentation is marked as not real; such lines are not findings.
+_FAKE = re.compile(r"example|fake|dummy|placeholder|sample|not a real|redacted|your[-_ ]|"
+                   r"xxxx|<[a-z_-]+>|\.\.\.", re.IGNORECASE)
+
+
+class _Lines:
+    """Line numbers of increasing offsets, counted once over the text (linear, not n*m)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.offset = 0
+        self.line = 1
+
+    def __call__(self, offset: int) -> int:
+        if offset < self.offset:
+            self.offset, self.line = 0, 1
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line
+
+
+def _line_around(text: str, start: int, end: int) -> tuple[str, str, str]:
+    """The text before a match on its line, the match, and the rest of its line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    return (text[line_start:start], text[start:end],
+            text[end:line_end if line_end >= 0 else len(text)])
+
+
+def _column(text: str, offset: int) -> int:
+    return offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+# Words one of which a line must hold before a pattern is tried at all: most files hold none,
+# and a substring test costs far less than a regular expression tried at every position.
+_INJECTION_WORDS = ("ignore", "disregard", "forget", "override", "tell", "inform", "mention",
+                    "reveal", "disclose", "without", "hide", "conceal", "prompt", "you are now")
+_FETCH_WORDS = ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "webclient")
+_SECRET_WORDS = ("private key", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                 "github_pat_", "glpat-", "xox", "sk-", "aiza", "_live_")
+# Past this many findings of one code in one file, the file has made its point.
+MAX_PER_CODE = 10
+
+
+def _any_word(lowered: str, words: tuple[str, ...]) -> bool:
+    return any(word in lowered for word in words)
+
+
+def _patterns(rel_path: str, text: str) -> list[Risk]:
+    found: list[Risk] = []
+    lowered = text.lower()
+    if _any_word(lowered, _INJECTION_WORDS):
+        found += _injections(rel_path, text)
+    if _any_word(lowered, _FETCH_WORDS):
+        found += _remote_execs(rel_path, text)
+    if _any_word(lowered, _SECRET_WORDS):
+        found += _secrets(rel_path, text)
+    return found
+
+
+def _injections(rel_path: str, text: str) -> list[Risk]:
+    found: list[Risk] = []
+    line_of = _Lines(text)
+    for match in _INJECTION.finditer(text):
+        before, said, after = _line_around(text, match.start(), match.end())
+        if _NEGATED.search(before) or _quoted(before, after):
+            continue
+        found.append(Risk(PROMPT_INJECTION, rel_path, line_of(match.start()),
+                          f"column {_column(text, match.start())}: an instruction to the "
+                          f"model to {_summary(said)}"))
+        if len(found) == MAX_PER_CODE:
+            break
+    return found
+
+
+def _remote_execs(rel_path: str, text: str) -> list[Risk]:
+    found: list[Risk] = []
+    line_of = _Lines(text)
+    for match in _REMOTE_EXEC.finditer(text):
+        before, _, _ = _line_around(text, match.start(), match.end())
+        if _NEGATED.search(before):
+            continue
+        found.append(Risk(REMOTE_EXEC, rel_path, line_of(match.start()),
+                          f"column {_column(text, match.start())}: a download piped into "
+                          "an interpreter"))
+        if len(found) == MAX_PER_CODE:
+            break
+    return found
+
+
+def _secrets(rel_path: str, text: str) -> list[Risk]:
+    found: list[Risk] = []
+    line_of = _Lines(text)
+    for match in _SECRET.finditer(text):
+        before, value, after = _line_around(text, match.start(), match.end())
+        if _FAKE.search(before + value + after):
+            continue
+        kind = _SECRET_KINDS[match.lastgroup or ""]
+        found.append(Risk(SECRET, rel_path, line_of(match.start()),
+                          f"column {_column(text, match.start())}: {kind} "
+                          f"({len(value)} characters, not shown)"))
+        if len(found) == MAX_PER_CODE:
+            break
+    return found
+
+
+def _quoted(before: str, after: str) -> bool:
+    # A phrase in quotes or backticks is being talked about, not said.
+    before, after = before.rstrip(), after.lstrip()
+    return bool(before) and bool(after) and before[-1] in _OPENING and after[0] in _CLOSING
+
+
+_OPENING = "\"'`\u201c\u2018"
+_CLOSING = "\"'`\u201d\u2019"
+
+
+def _summary(phrase: str) -> str:
+    words = phrase.lower().split()
+    if words[0] in ("ignore", "disregard", "forget", "override"):
+        return "ignore its prior instructions"
+    if words[0] in ("reveal", "print", "output", "repeat", "show", "leak", "dump"):
+        return "reveal its system prompt"
+    if words[0] == "you":
+        return "drop its rules"
+    return "hide what it does from the user"
+
+
+# -- The whole file -----------------------------------------------------------------------------
+
+def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
+    """The risks of one file, from its bytes (None when too large to read) and its mode."""
+    found: list[Risk] = []
+    in_scripts = rel_path.startswith("scripts/")
+    head = (data or b"")[:4096]
+    kind = _magic_kind(head)
+    suffix = _suffix(rel_path)
+    if stat.S_ISREG(mode) and mode & 0o111 and not in_scripts:
+        found.append(Risk(EXECUTABLE_OUTSIDE_SCRIPTS, rel_path, 0,
+                          "executable file outside scripts/"))
+    elif kind in _EXECUTABLE_KINDS and not in_scripts:
+        found.append(Risk(EXECUTABLE_OUTSIDE_SCRIPTS, rel_path, 0,
+                          f"{kind} outside scripts/"))
+    if data is None:
+        return found
+    if suffix in TEXT_SUFFIXES and suffix != "svg" and (kind is not None or _looks_binary(head)):
+        found.append(Risk(BINARY_MASQUERADE, rel_path, 0,
+                          f"a .{suffix} file whose bytes are {kind or 'binary, not text'}"))
+        return found
+    expected = _BINARY_SUFFIXES.get(suffix)
+    if expected is not None and kind != expected and not (
+            expected == "a zip archive" and kind == "a zip archive"):
+        found.append(Risk(BINARY_MASQUERADE, rel_path, 0,
+                          f"a .{suffix} file whose bytes are {kind or 'not ' + expected}"))
+        return found
+    if kind is not None or _looks_binary(head):
+        return found
+    try:
+        text = data[:TEXT_LIMIT].decode("utf-8")
+    except UnicodeDecodeError:
+        return found
+    if not text.isascii():
+        found += _hidden_unicode(rel_path, text)
+    found += _patterns(rel_path, text)
+    return found
