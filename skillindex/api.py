@@ -26,15 +26,17 @@ from skillindex.config import (
 from skillindex.errors import (
     CommandsDisabledError,
     ConfigError,
+    QuarantinedError,
     SkillIndexError,
     SkillNotFoundError,
     StoreError,
 )
-from skillindex.index import indexer
+from skillindex.index import indexer, risk
 from skillindex.index.indexer import Progress
 from skillindex.index.scanner import ENTRY
 from skillindex.model import (
     AUDIT_OUTCOMES,
+    Approval,
     AuditEvent,
     Candidate,
     ContextFile,
@@ -43,6 +45,8 @@ from skillindex.model import (
     IndexReport,
     Level,
     ManifestFile,
+    RiskFinding,
+    RiskPolicy,
     RootState,
     SessionLevels,
     SkillCommand,
@@ -51,7 +55,7 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, lockfile, resolve
+from skillindex.query import disclose, lockfile, resolve, trust
 from skillindex.query.catalog import FORMATS, Catalog, CatalogItem
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
@@ -235,7 +239,8 @@ class SkillIndex:
         with self._session() as session:
             found = queries.candidates(session, self.index_name, self._root_paths(),
                                        all_findings=all_findings)
-        return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
+        return self._withhold(resolve.resolve(found, self.plan.roots,
+                                              resolve.Rules.from_settings(self.settings)))
 
     def winners(self) -> list[Winner]:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
@@ -263,12 +268,62 @@ class SkillIndex:
                                        names=sorted(names), all_findings=all_findings)
         return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
 
+    def _withhold(self, resolution: Resolution) -> Resolution:
+        """The resolution without the winners that risk_policy = quarantine holds back."""
+        policies = {str(spec.path): spec.risk_policy for spec in self.plan.roots}
+        quarantining = [w for w in resolution.winners
+                        if policies.get(str(w.candidate.root)) is RiskPolicy.QUARANTINE]
+        if not quarantining:
+            return resolution  # the default, warn: no query at all
+        with self._session() as session:
+            risky = queries.risk_findings(session, [w.candidate.id for w in quarantining],
+                                          risk.CODES)
+            if not risky:
+                return resolution
+            manifests = queries.manifest_files(session, list(risky))
+            approved = queries.approvals(session, self.index_name,
+                                         [w.name for w in quarantining if w.candidate.id in risky])
+        digests = {cid: trust.manifest_digest(manifests.get(cid, ())) for cid in risky}
+        return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky,
+                                                      digests, approved))
+
     def winner(self, name: str) -> Winner:
-        """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none."""
-        for winner in self._resolution_of(name, all_findings=False).winners:
+        """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none,
+        QuarantinedError when risk_policy = quarantine holds it back."""
+        resolution = self._withhold(self._resolution_of(name, all_findings=False))
+        for winner in resolution.winners:
             if winner.name == name:
                 return winner
+        held = trust.held_verdict(resolution, name)
+        if held is not None:
+            raise QuarantinedError(f"skill {name} is {held.reason}", skill=name)
         raise SkillNotFoundError(name, hint=self.staleness())
+
+    def trust(self, name: str, *, note: str | None = None) -> Approval:
+        """Approve the skill `name` as its content is now; any later change revokes it."""
+        resolution = self._resolution_of(name, all_findings=False)
+        winner = next((w for w in resolution.winners if w.name == name), None)
+        if winner is None:
+            raise SkillNotFoundError(name)
+        with self._session() as session, session.begin():
+            files = queries.manifest_files(session, [winner.candidate.id])
+            digest = trust.manifest_digest(files.get(winner.candidate.id, ()))
+            findings = queries.risk_findings(session, [winner.candidate.id], risk.CODES)
+            added = queries.approve(session, self.index_name, name, digest,
+                                    at=datetime.now(UTC), note=note)
+        return Approval(name=name, digest=digest, path=winner.candidate.path,
+                        findings=tuple(findings.get(winner.candidate.id, ())), new=added)
+
+    def risks(self, *, code: str | None = None) -> list[RiskFinding]:
+        """The risk findings of the skills of this directory's roots, by skill and file."""
+        if code is not None and code not in risk.CODES:
+            raise ConfigError(f"unknown risk code {code!r} (use {', '.join(risk.CODES)})")
+        with self._session() as session:
+            rows = queries.risk_rows(session, self.index_name, self._root_paths(),
+                                     (code,) if code else risk.CODES)
+        return [RiskFinding(name=name, skill_path=Path(skill_path), code=found_code,
+                            path=path, line=line, message=message)
+                for name, skill_path, found_code, path, line, message in rows]
 
     def manifest(self, name: str) -> SkillManifest:
         """A catalog skill's stored frontmatter and file manifest; no file is read."""
@@ -288,7 +343,7 @@ class SkillIndex:
 
     def explain(self, name: str) -> Explanation:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""
-        explanation = resolve.explain(self._resolution_of(name), name)
+        explanation = resolve.explain(self._withhold(self._resolution_of(name)), name)
         if explanation is None:
             raise SkillNotFoundError(name, hint=self.staleness())
         return explanation

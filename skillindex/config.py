@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skillindex.errors import ConfigError
-from skillindex.model import Limits, Scope, Validation
+from skillindex.model import Limits, RiskPolicy, Scope, Validation
 
 COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
 DEFAULT_INDEX = "default"
@@ -60,6 +60,7 @@ class RootConfig:
     require_description: bool = True
     validation: Validation | None = None
     allow_hardlinks: bool | None = None  # None: the [skills] setting decides
+    risk_policy: RiskPolicy | None = None  # None: the [skills] setting decides
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,8 @@ class Settings:
     max_skill_bytes: int = 16 * MIB
     # A hard-linked file may also be a file outside the skill: not disclosed unless allowed.
     allow_hardlinks: bool = False
+    # Skills with risk findings: warned about, or withheld until `skillindex trust` approves.
+    risk_policy: RiskPolicy = RiskPolicy.WARN
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -241,6 +244,8 @@ def _seconds(value: Any, source: str, key: str) -> float:
 def _convert(name: str, value: Any, default: Any, source: str, label: str) -> Any:
     if name == "validation":
         return _enum(Validation, value, source, label)
+    if name == "risk_policy":
+        return _enum(RiskPolicy, value, source, label)
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{label} must be true or false", source=source, key=name)
@@ -285,6 +290,9 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
     if "validation" in entry:
         values["validation"] = _enum(Validation, entry["validation"], source,
                                      f"{label}.validation")
+    if "risk_policy" in entry:
+        values["risk_policy"] = _enum(RiskPolicy, entry["risk_policy"], source,
+                                      f"{label}.risk_policy")
     for key in ("provider",):
         if key in entry:
             if not isinstance(entry[key], str) or not entry[key]:

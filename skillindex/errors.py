@@ -135,5 +135,13 @@ class TooLargeError(RefusedError):
         self.limit = limit
 
 
+class QuarantinedError(RefusedError):
+    """The skill has risk findings under risk_policy = quarantine and no matching approval."""
+
+    def __init__(self, message: str, *, skill: str) -> None:
+        super().__init__(message)
+        self.skill = skill
+
+
 class CommandsDisabledError(RefusedError):
     """`/skill:` commands are switched off by `enable_skill_commands = false`."""

@@ -31,6 +31,13 @@ class Validation(enum.StrEnum):
     LENIENT = "lenient"
 
 
+class RiskPolicy(enum.StrEnum):
+    """What a skill with risk findings gets: a warning, or withheld until approved."""
+
+    WARN = "warn"
+    QUARANTINE = "quarantine"
+
+
 # What an audit row says happened to a disclosure attempt.
 AUDIT_OUTCOMES = ("ok", "refused", "mismatch", "missing", "not-found", "error")
 
@@ -99,6 +106,7 @@ class RootSpec:
     name_prefix: str = ""  # claude-plugins qualify their names as `plugin:name`
     disabled_by: str | None = None  # the setting that switched this source off, if any
     allow_hardlinks: bool = False  # disclose files with more than one link
+    risk_policy: RiskPolicy = RiskPolicy.WARN
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,7 @@ class ResourceEntry:
     stat: FileStat
     xxh3: str
     sha256: str
+    risks: str | None = None  # the risk rules' record of the file (index.risk.record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,3 +389,34 @@ class VerifyReport:
     def as_dict(self) -> dict[str, object]:
         return {"ok": self.ok, "skills": self.skills, "files": self.files,
                 "drift": [item.as_dict() for item in self.drift]}
+
+
+@dataclass(frozen=True, slots=True)
+class RiskFinding:
+    """A risk finding of one skill, in one of its files, for `skillindex risks`."""
+
+    name: str | None
+    skill_path: Path  # the SKILL.md
+    code: str
+    path: str | None  # the file, relative to the skill directory
+    line: int | None  # 0 for the file as a whole
+    message: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "skill_path": str(self.skill_path), "code": self.code,
+                "path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """`skillindex trust NAME`: the content (manifest digest) that was approved."""
+
+    name: str
+    digest: str
+    path: Path  # the SKILL.md
+    findings: tuple[Finding, ...]  # the risk findings that were approved with it
+    new: bool  # False when this content had been approved before
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "digest": self.digest, "path": str(self.path),
+                "findings": [f.as_dict() for f in self.findings], "new": self.new}

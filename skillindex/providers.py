@@ -165,7 +165,7 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             precedence=spec.precedence, position=len(specs), max_depth=spec.max_depth,
             require_description=spec.require_description, validation=spec.validation,
             name_prefix=spec.name_prefix, disabled_by=spec.disabled_by,
-            allow_hardlinks=spec.allow_hardlinks))
+            allow_hardlinks=spec.allow_hardlinks, risk_policy=spec.risk_policy))
 
     if settings.presets:
         sources = list(_preset_sources(settings, env, problems))
@@ -187,17 +187,18 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                 require_description=provider == NATIVE,
                 validation=settings.validation or Validation.LENIENT,
                 name_prefix=source.name_prefix, disabled_by=disabled_by,
-                allow_hardlinks=settings.allow_hardlinks))
+                allow_hardlinks=settings.allow_hardlinks, risk_policy=settings.risk_policy))
     for directory in settings.custom_directories:
         add(RootSpec(path=normalize(directory, env), scope=Scope.USER, provider=CUSTOM,
                      precedence=PRIORITY[CUSTOM], require_description=True,
                      validation=settings.validation or Validation.LENIENT,
-                     allow_hardlinks=settings.allow_hardlinks))
+                     allow_hardlinks=settings.allow_hardlinks, risk_policy=settings.risk_policy))
     for root in settings.roots:
         add(RootSpec(path=normalize(root.path, env), scope=root.scope, provider=root.provider,
                      precedence=root.precedence, max_depth=root.max_depth,
                      require_description=root.require_description,
                      validation=root.validation or settings.validation or Validation.LENIENT,
                      allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
-                     else root.allow_hardlinks))
+                     else root.allow_hardlinks,
+                     risk_policy=root.risk_policy or settings.risk_policy))
     return RootPlan(tuple(specs), tuple(problems))

@@ -1,4 +1,4 @@
-"""Trust in what is loaded: lock files."""
+"""Trust in what is loaded: risk findings, approvals of quarantined skills, lock files."""
 
 from __future__ import annotations
 
@@ -6,9 +6,71 @@ from pathlib import Path
 
 import click
 
-from skillindex.cli.common import cli, echo, json_option, options_of, print_json
+from skillindex.cli.common import cli, count, echo, json_option, options_of, print_json, table
 from skillindex.errors import ConfigError
+from skillindex.index.risk import CODES
 from skillindex.query import lockfile
+
+
+@cli.command()
+@click.option("--code", type=click.Choice(CODES), help="Only findings with this code.")
+@json_option
+@click.pass_context
+def risks(ctx: click.Context, code: str | None, as_json: bool) -> None:
+    """List the risk findings of the skills of this directory, by skill and file.
+
+    Findings are judged at index time from the bytes already read: hidden Unicode, prompt
+    injection, remote execution, secrets (never shown), binaries that pretend to be text,
+    executables outside scripts/.
+
+    \b
+    Examples:
+      skillindex risks
+      skillindex risks --code secret
+      skillindex --json risks --code remote-exec
+    """
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        found = index.risks(code=code)
+    if options.json:
+        print_json([item.as_dict() for item in found])
+    elif not found:
+        echo("no risk findings" + (f" with code {code}" if code else ""))
+    else:
+        table(["skill", "code", "file", "line", "finding"],
+              [[item.name or "-", item.code, item.path or "-", item.line or "-",
+                item.message.split(": ", 1)[-1]] for item in found])
+        skills = len({item.skill_path for item in found})
+        echo(f"{count(len(found), 'finding')} in {count(skills, 'skill')}; "
+                   "`skillindex explain NAME` shows one skill's")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--note", metavar="TEXT", help="Why it is trusted (kept with the approval).")
+@json_option
+@click.pass_context
+def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> None:
+    """Approve skill NAME as its files are now, so risk_policy = quarantine serves it.
+
+    The approval is bound to the skill's content (a digest of every file's path and sha256):
+    any change to the skill revokes it, and the skill is quarantined again until approved
+    anew. Review the findings first (`skillindex explain NAME`).
+
+    \b
+    Examples:
+      skillindex explain pdf
+      skillindex trust pdf --note "reviewed the install script"
+    """
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        approval = index.trust(name, note=note)
+    if options.json:
+        print_json(approval.as_dict())
+        return
+    again = "" if approval.new else " (this content was approved before)"
+    echo(f"trusted {approval.name} as it is now, content {approval.digest[:16]}{again}; "
+               f"{count(len(approval.findings), 'risk finding')} approved with it")
 
 
 @cli.command()

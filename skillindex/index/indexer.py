@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from skillindex.index import frontmatter, policy
+from skillindex.index import frontmatter, policy, risk
 from skillindex.index.scanner import (
     ENTRY,
     KnownFile,
@@ -23,7 +23,7 @@ from skillindex.index.scanner import (
     estimate_skills,
     scan_root,
 )
-from skillindex.model import IndexReport, RootSpec, ScanProblem, Status
+from skillindex.model import IndexReport, RootSpec, ScanProblem, Severity, Status
 from skillindex.store import queries
 from skillindex.store.lock import HeldLock
 from skillindex.store.queries import RootWrite
@@ -144,11 +144,17 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "xxh3": scan.entry_xxh3,
         "sha256": scan.entry_sha256,
     }
-    findings = [{"code": f.code, "severity": f.severity.value, "message": f.message}
-                for f in (*verdict.findings, *scan.walk_findings)]
+    findings: list[Row] = [
+        {"code": f.code, "severity": f.severity.value, "message": f.message, "path": None,
+         "line": None} for f in (*verdict.findings, *scan.walk_findings)]
+    findings += [{"code": found.code, "severity": Severity.WARNING.value,
+                  "message": f"{found.path}:{found.line}: {found.message}" if found.line
+                  else f"{found.path}: {found.message}", "path": found.path, "line": found.line}
+                 for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
     resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
                   "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
-                  "xxh3": r.xxh3, "sha256": r.sha256} for r in scan.resources]
+                  "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks}
+                 for r in scan.resources]
     return row, findings, resources
 
 

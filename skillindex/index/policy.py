@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from skillindex.index import risk
 from skillindex.index.frontmatter import Frontmatter
 from skillindex.model import Finding, RootSpec, Severity, Status, Validation
 
@@ -33,7 +34,8 @@ class Verdict:
 
 def rules_key(root: RootSpec) -> str:
     """What, besides the file, decides a verdict; a stored verdict is reused only if it matches."""
-    return f"{RULES_VERSION}:{root.validation}:{int(root.require_description)}:{root.name_prefix}"
+    return (f"{RULES_VERSION}:{risk.RULES_VERSION}:{root.validation}:"
+            f"{int(root.require_description)}:{root.name_prefix}")
 
 
 def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 import unicodedata
@@ -369,3 +370,27 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
         found += _hidden_unicode(rel_path, text)
     found += _patterns(rel_path, text)
     return found
+
+
+# -- Stored with each file ----------------------------------------------------------------------
+
+def record(risks: list[Risk]) -> str:
+    """What the manifest keeps of a file's risks, so an unchanged file is not read again."""
+    return json.dumps({"v": RULES_VERSION, "found": [[r.code, r.line, r.message] for r in risks]},
+                      ensure_ascii=False)
+
+
+def current(stored: str | None) -> bool:
+    """Whether a stored record was made by these rules (else the file is judged again)."""
+    return stored is not None and stored.startswith(f'{{"v": {RULES_VERSION},')
+
+
+def from_record(rel_path: str, stored: str | None) -> list[Risk]:
+    if not stored:
+        return []
+    try:
+        found = json.loads(stored)["found"]
+        return [Risk(str(code), rel_path, int(line), str(message))
+                for code, line, message in found]
+    except (ValueError, KeyError, TypeError):
+        return []

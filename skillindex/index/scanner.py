@@ -12,6 +12,7 @@ from pathlib import Path
 
 import xxhash
 
+from skillindex.index import risk
 from skillindex.index.hashing import SpecialFileError, file_stat, read_file
 from skillindex.model import (
     FileStat,
@@ -37,6 +38,7 @@ class KnownFile:
     stat: FileStat
     xxh3: str
     sha256: str
+    risks: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,15 +315,15 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
     previous = lookup(known.candidate_id) if known is not None else {}
     if listing.entry_stat is not None:
         scan.entry_stat = file_stat(listing.entry_stat)
-        _read_entry(scan, os.path.join(directory, ENTRY))
+        _read_entry(scan, os.path.join(directory, ENTRY), listing.entry_stat.st_mode)
     for rel_path, path, st in listing.files:
         old = previous.get(rel_path)
-        if old is not None and old.stat == file_stat(st):
+        if old is not None and old.stat == file_stat(st) and risk.current(old.risks):
             scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), old.stat,
-                                                old.xxh3, old.sha256))
+                                                old.xxh3, old.sha256, old.risks))
             continue
         try:
-            read = read_file(path, keep_limit=-1, follow_symlinks=True)
+            read = read_file(path, keep_limit=risk.TEXT_LIMIT, follow_symlinks=True)
         except SpecialFileError:
             scan.walk_findings.append(_warn(
                 "special-file", f"{rel_path} is not a regular file; never opened"))
@@ -331,8 +333,9 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
                 "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
             continue
         scan.files_read += 1
+        judged = risk.record(risk.judge_file(rel_path, read.data, st.st_mode))
         scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
-                                            read.xxh3, read.sha256))
+                                            read.xxh3, read.sha256, judged))
     if known is not None and len(scan.resources) == len(previous):
         stored = {rel: (old.xxh3, old.sha256) for rel, old in previous.items()}
         scan.same_content = all(stored.get(r.rel_path) == (r.xxh3, r.sha256)
@@ -340,7 +343,7 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
     return scan
 
 
-def _read_entry(scan: SkillScan, path: str) -> None:
+def _read_entry(scan: SkillScan, path: str, mode: int) -> None:
     try:
         read = read_file(path, keep_limit=MAX_ENTRY_BYTES, follow_symlinks=False)
     except SpecialFileError:
@@ -356,7 +359,8 @@ def _read_entry(scan: SkillScan, path: str) -> None:
     scan.entry_stat = read.stat
     scan.entry_xxh3, scan.entry_sha256 = read.xxh3, read.sha256
     scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, read.stat, read.xxh3,
-                                        read.sha256))
+                                        read.sha256,
+                                        risk.record(risk.judge_file(ENTRY, read.data, mode))))
     if read.data is None:
         scan.entry_problem = Finding(
             "file-too-large", Severity.ERROR,

@@ -22,6 +22,7 @@ class Outcome(enum.StrEnum):
     DISABLED = "disabled"
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
+    QUARANTINED = "quarantined"  # would win, but withheld for its risk findings
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,6 +146,9 @@ class Finding(Base):
     code: Mapped[str] = mapped_column(String(50))
     severity: Mapped[str] = mapped_column(String(10))
     message: Mapped[str] = mapped_column(Text)
+    # Risk findings name the file (relative to the skill) and the line they were found on.
+    path: Mapped[str | None] = mapped_column(Text)
+    line: Mapped[int | None] = mapped_column(Integer)
 
 
 class Resource(Base):
@@ -164,6 +167,22 @@ class Resource(Base):
     device: Mapped[int] = mapped_column(FileId)
     xxh3: Mapped[str] = mapped_column(String(32))
     sha256: Mapped[str] = mapped_column(String(64))
+    # The risk rules' verdict on this file (index.risk.record); NULL when not judged yet.
+    risks: Mapped[str | None] = mapped_column(Text)
+
+
+class Approval(Base):
+    """`skillindex trust NAME`: the skill may be served while its content has this digest."""
+
+    __tablename__ = "approval"
+    __table_args__ = (UniqueConstraint("index_name", "name", "digest"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(String(64))
+    approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    note: Mapped[str | None] = mapped_column(Text)
 
 
 class ScanIssue(Base):

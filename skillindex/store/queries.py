@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from skillindex import model
 from skillindex.index.scanner import KnownFile, KnownSkill
 from skillindex.store.models import (
+    Approval,
     Base,
     Candidate,
     CatalogCache,
@@ -68,10 +69,10 @@ def known_skills(session: Session, index_name: str,
 def manifest(session: Session, candidate_id: int) -> dict[str, KnownFile]:
     """The stored files of one candidate with their identity and hashes."""
     return {
-        rel: KnownFile(model.FileStat(size, mtime, inode, device), xxh3, sha)
-        for rel, size, mtime, inode, device, xxh3, sha in session.execute(
+        rel: KnownFile(model.FileStat(size, mtime, inode, device), xxh3, sha, risks)
+        for rel, size, mtime, inode, device, xxh3, sha, risks in session.execute(
             select(Resource.rel_path, Resource.size, Resource.mtime_ns, Resource.inode,
-                   Resource.device, Resource.xxh3, Resource.sha256)
+                   Resource.device, Resource.xxh3, Resource.sha256, Resource.risks)
             .where(Resource.candidate_id == candidate_id))
     }
 
@@ -349,6 +350,62 @@ def frontmatter(session: Session, candidate_id: int) -> str | None:
     """The frontmatter of a candidate as stored at index time (JSON text), None without one."""
     return session.execute(
         select(Candidate.frontmatter).where(Candidate.id == candidate_id)).scalar_one_or_none()
+
+
+def risk_findings(session: Session, candidate_ids: Sequence[int],
+                  codes: Sequence[str]) -> dict[int, list[model.Finding]]:
+    """The findings with these codes of these candidates, by candidate."""
+    found: dict[int, list[model.Finding]] = defaultdict(list)
+    for chunk in _chunks(list(candidate_ids), 20_000):
+        for cid, code, severity, message in session.execute(
+            select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
+            .where(Finding.candidate_id.in_(chunk), Finding.code.in_(codes))
+            .order_by(Finding.candidate_id, Finding.id)
+        ):
+            found[cid].append(model.Finding(code, model.Severity(severity), message))
+    return found
+
+
+def risk_rows(session: Session, index_name: str, root_paths: Sequence[str],
+              codes: Sequence[str]) -> list[tuple[str | None, str, str, str | None, int | None,
+                                                  str]]:
+    """(skill name, SKILL.md path, code, file, line, message) of every finding with these codes
+    under these roots, by skill and file."""
+    rows = session.execute(
+        select(Candidate.name, Candidate.skill_path, Finding.code, Finding.path, Finding.line,
+               Finding.message)
+        .join(Finding, Finding.candidate_id == Candidate.id)
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == index_name, Root.path.in_(root_paths),
+               Finding.code.in_(codes))
+        .order_by(Candidate.name, Candidate.skill_path, Finding.path, Finding.line, Finding.id))
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def approvals(session: Session, index_name: str,
+              names: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The approved content digests of these skill names."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for name, digest in session.execute(
+            select(Approval.name, Approval.digest)
+            .where(Approval.index_name == index_name, Approval.name.in_(names))):
+        found[name].add(digest)
+    return {name: frozenset(digests) for name, digests in found.items()}
+
+
+def approve(session: Session, index_name: str, name: str, digest: str, *, at: datetime,
+            note: str | None) -> bool:
+    """Record an approval of this content; False when it was approved already."""
+    exists = session.execute(select(Approval.id).where(
+        Approval.index_name == index_name, Approval.name == name,
+        Approval.digest == digest)).first()
+    if exists is not None:
+        return False
+    session.add(Approval(index_name=index_name, name=name, digest=digest, approved_at=at,
+                         note=note))
+    # A cached catalog left the skill out; the next one must include it.
+    session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
+    return True
 
 
 def manifest_files(session: Session,

@@ -30,8 +30,9 @@ CANDIDATE_COLUMNS = (
     "rel_dir", "dir_name", "dir_path", "skill_path", "real_path", "name", "description",
     "status", "enabled", "frontmatter", "tree_key", "size", "mtime_ns", "inode", "device",
     "xxh3", "sha256")
-FINDING_COLUMNS = ("code", "severity", "message")
-RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256")
+FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
+RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
+                    "risks")
 BATCH = 2_000
 
 
@@ -53,7 +54,7 @@ class Stage:
         self.findings = Table(
             "stage_finding", metadata, Column("seq", Integer, index=True),
             Column("code", String(50)), Column("severity", String(10)), Column("message", Text),
-            prefixes=["TEMPORARY"])
+            Column("path", Text), Column("line", Integer), prefixes=["TEMPORARY"])
         self.resources = Table(
             "stage_resource", metadata, Column("seq", Integer, index=True),
             *(_like(RESOURCE, name) for name in RESOURCE_COLUMNS), prefixes=["TEMPORARY"])
