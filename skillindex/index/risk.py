@@ -6,6 +6,7 @@ import json
 import re
 import stat
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # Part of every skill's change key: bump it when a rule changes, so files are judged again.
@@ -115,11 +116,17 @@ _SUSPECT = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060\u2066-\u206
                       "\U000e0000-\U000e007f]")
 
 
+# The UTF-8 spellings of the characters above: a file with none of them needs no decoding
+# character by character.
+_SUSPECT_BYTES = re.compile(rb"\xe2\x80[\x8b-\x8f\xaa-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf|"
+                            rb"\xd8\x9c|\xe1\xa0\x8e|\xf3\xa0[\x80\x81]")
+
+
 def _hidden_unicode(rel_path: str, text: str) -> list[Risk]:
     found: list[Risk] = []
     line_of = _Lines(text)
     line_start, line_end, judged_line = 0, -1, -1
-    line, rtl = "", False
+    line, rtl = "", None  # whether the line holds right-to-left letters, once asked
     for match in _SUSPECT.finditer(text):
         offset = match.start()
         if offset > line_end:  # a new line: find its bounds and its script once
@@ -127,11 +134,13 @@ def _hidden_unicode(rel_path: str, text: str) -> list[Risk]:
             line_end = text.find("\n", offset)
             line_end = len(text) if line_end < 0 else line_end
             line = text[line_start:line_end]
-            rtl = any(_is_rtl_letter(letter) for letter in line)
+            rtl = None
         elif judged_line == line_start:
             continue  # one finding a line is enough to point at it
         column = offset - line_start + 1
-        problem = _hidden_problem(line, column - 1, rtl=rtl, first=offset == 0)
+        if rtl is None and (text[offset] in _BIDI_CONTROLS or text[offset] in _BIDI_MARKS):
+            rtl = any(_is_rtl_letter(letter) for letter in line)
+        problem = _hidden_problem(line, column - 1, rtl=bool(rtl), first=offset == 0)
         if problem is not None:
             judged_line = line_start
             found.append(Risk(HIDDEN_UNICODE, rel_path, line_of(offset),
@@ -227,89 +236,90 @@ class _Lines:
         return self.line
 
 
-def _line_around(text: str, start: int, end: int) -> tuple[str, str, str]:
-    """The text before a match on its line, the match, and the rest of its line."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    return (text[line_start:start], text[start:end],
-            text[end:line_end if line_end >= 0 else len(text)])
-
-
-def _column(text: str, offset: int) -> int:
-    return offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-# Words one of which a line must hold before a pattern is tried at all: most files hold none,
-# and a substring test costs far less than a regular expression tried at every position.
-_INJECTION_WORDS = ("ignore", "disregard", "forget", "override", "tell", "inform", "mention",
-                    "reveal", "disclose", "without", "hide", "conceal", "prompt", "you are now")
-_FETCH_WORDS = ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "webclient")
-_SECRET_WORDS = ("private key", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-                 "github_pat_", "glpat-", "xox", "sk-", "aiza", "_live_")
+# A file's words (lowercase ASCII letters, digits, `_`, `-`) are listed once, in a few passes
+# in C; a pattern is tried only on the lines that hold one of the words it needs, and most
+# files hold none of them. Finding them costs far less than a regular expression tried at
+# every position of every file.
+_WORD_TABLE = bytes(c if (48 <= c <= 57 or 97 <= c <= 122 or c in b"_-") else 32
+                    for c in range(256))
+_INJECTION_WORDS = frozenset(word.encode() for word in (
+    "ignore", "disregard", "forget", "override", "tell", "inform", "mention", "reveal", "show",
+    "disclose", "telling", "informing", "notifying", "asking", "hide", "conceal", "prompt",
+    "instructions", "dan", "developer", "jailbroken", "unrestricted"))
+_FETCH_WORDS = frozenset({b"curl", b"wget", b"iwr", b"irm", b"invoke-webrequest",
+                          b"invoke-restmethod", b"webclient", b"iex"})
+_SECRET_PREFIXES = (b"akia", b"asia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_",
+                    b"github_pat_", b"glpat-", b"xox", b"sk-", b"aiza", b"sk_live_", b"rk_live_")
 # Past this many findings of one code in one file, the file has made its point.
 MAX_PER_CODE = 10
 
 
-def _any_word(lowered: str, words: tuple[str, ...]) -> bool:
-    return any(word in lowered for word in words)
+def _words(lowered: bytes) -> frozenset[bytes]:
+    return frozenset(lowered.translate(_WORD_TABLE).split())
 
 
-def _patterns(rel_path: str, text: str) -> list[Risk]:
+def _secret_anchors(words: frozenset[bytes]) -> tuple[bytes, ...]:
+    found = {prefix for word in words if len(word) >= 16 and word.startswith(_SECRET_PREFIXES)
+             for prefix in _SECRET_PREFIXES if word.startswith(prefix)}
+    if b"private" in words:
+        found.add(b"private key")
+    return tuple(sorted(found))
+
+
+def _lines_with(lowered: bytes, words: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """The (start, end) of every line holding one of the words, in order."""
+    spans: dict[int, int] = {}
+    for word in words:
+        at = lowered.find(word)
+        while at >= 0:
+            start = lowered.rfind(b"\n", 0, at) + 1
+            end = lowered.find(b"\n", at)
+            end = len(lowered) if end < 0 else end
+            spans[start] = end
+            at = lowered.find(word, end)
+    return sorted(spans.items())
+
+
+def _patterns(rel_path: str, data: bytes) -> list[Risk]:
+    """Injection, remote execution and secrets, tried only on lines holding their words."""
+    lowered = data.lower()  # ASCII only, so offsets stay those of `data`
+    words = _words(lowered)
+    families = ((PROMPT_INJECTION, tuple(sorted(words & _INJECTION_WORDS)), _injection),
+                (REMOTE_EXEC, tuple(sorted(words & _FETCH_WORDS)), _remote_exec),
+                (SECRET, _secret_anchors(words), _secret))
     found: list[Risk] = []
-    lowered = text.lower()
-    if _any_word(lowered, _INJECTION_WORDS):
-        found += _injections(rel_path, text)
-    if _any_word(lowered, _FETCH_WORDS):
-        found += _remote_execs(rel_path, text)
-    if _any_word(lowered, _SECRET_WORDS):
-        found += _secrets(rel_path, text)
+    for code, anchors, judge in families:
+        count = 0
+        for start, end in _lines_with(lowered, anchors) if anchors else ():
+            for column, message in judge(data[start:end].decode("utf-8", "replace")):
+                found.append(Risk(code, rel_path, data.count(b"\n", 0, start) + 1,
+                                  f"column {column}: {message}"))
+                count += 1
+                break  # one finding of a code a line
+            if count == MAX_PER_CODE:
+                break
     return found
 
 
-def _injections(rel_path: str, text: str) -> list[Risk]:
-    found: list[Risk] = []
-    line_of = _Lines(text)
-    for match in _INJECTION.finditer(text):
-        before, said, after = _line_around(text, match.start(), match.end())
-        if _NEGATED.search(before) or _quoted(before, after):
-            continue
-        found.append(Risk(PROMPT_INJECTION, rel_path, line_of(match.start()),
-                          f"column {_column(text, match.start())}: an instruction to the "
-                          f"model to {_summary(said)}"))
-        if len(found) == MAX_PER_CODE:
-            break
-    return found
+def _injection(line: str) -> Iterator[tuple[int, str]]:
+    for match in _INJECTION.finditer(line):
+        before, after = line[:match.start()], line[match.end():]
+        if not _NEGATED.search(before) and not _quoted(before, after):
+            yield match.start() + 1, f"an instruction to the model to {_summary(match.group(0))}"
 
 
-def _remote_execs(rel_path: str, text: str) -> list[Risk]:
-    found: list[Risk] = []
-    line_of = _Lines(text)
-    for match in _REMOTE_EXEC.finditer(text):
-        before, _, _ = _line_around(text, match.start(), match.end())
-        if _NEGATED.search(before):
-            continue
-        found.append(Risk(REMOTE_EXEC, rel_path, line_of(match.start()),
-                          f"column {_column(text, match.start())}: a download piped into "
-                          "an interpreter"))
-        if len(found) == MAX_PER_CODE:
-            break
-    return found
+def _remote_exec(line: str) -> Iterator[tuple[int, str]]:
+    for match in _REMOTE_EXEC.finditer(line):
+        if not _NEGATED.search(line[:match.start()]):
+            yield match.start() + 1, "a download piped into an interpreter"
 
 
-def _secrets(rel_path: str, text: str) -> list[Risk]:
-    found: list[Risk] = []
-    line_of = _Lines(text)
-    for match in _SECRET.finditer(text):
-        before, value, after = _line_around(text, match.start(), match.end())
-        if _FAKE.search(before + value + after):
-            continue
+def _secret(line: str) -> Iterator[tuple[int, str]]:
+    if _FAKE.search(line):
+        return
+    for match in _SECRET.finditer(line):
         kind = _SECRET_KINDS[match.lastgroup or ""]
-        found.append(Risk(SECRET, rel_path, line_of(match.start()),
-                          f"column {_column(text, match.start())}: {kind} "
-                          f"({len(value)} characters, not shown)"))
-        if len(found) == MAX_PER_CODE:
-            break
-    return found
+        yield match.start() + 1, f"{kind} ({len(match.group(0))} characters, not shown)"
 
 
 def _quoted(before: str, after: str) -> bool:
@@ -366,9 +376,9 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
         text = data[:TEXT_LIMIT].decode("utf-8")
     except UnicodeDecodeError:
         return found
-    if not text.isascii():
+    if _SUSPECT_BYTES.search(data, 0, TEXT_LIMIT):
         found += _hidden_unicode(rel_path, text)
-    found += _patterns(rel_path, text)
+    found += _patterns(rel_path, data[:TEXT_LIMIT])
     return found
 
 
