@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from skillindex.config import Environment, RootConfig, Settings  # noqa: E402
-from skillindex.index import risk  # noqa: E402
-from skillindex.model import Scope, Validation  # noqa: E402
-from tests.riskcases import BENIGN, HOSTILE  # noqa: E402
+from skillindex.config import Environment, RootConfig, Settings
+from skillindex.index import risk
+from skillindex.model import Scope, Validation
+from tests.riskcases import BENIGN, HOSTILE
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent.parent / "shared/corpus/registry-sample"
 
@@ -86,7 +86,7 @@ def cold_index_cost(corpus: Path, repeat: int) -> None:
         cold(True)  # warm the page cache and the imports
         pairs = [(cold(False), cold(True)) for _ in range(repeat)]
     finally:
-        risk.judge_file = judge  # type: ignore[assignment]
+        risk.judge_file = judge
     without = statistics.median(p[0] for p in pairs)
     with_rules = statistics.median(p[1] for p in pairs)
     print(f"\nCold index of the corpus, median of {repeat} interleaved pairs: "
