@@ -415,12 +415,14 @@ class SkillIndex:
         if len(options) == 1:
             return options[0], self._skill(options[0].name)
         names = {ref.name for ref in options}
-        winners = {w.name: w.candidate
-                   for w in self._resolution_of_names(names, all_findings=False).winners
-                   if w.name in names}
+        resolution = self._withhold(self._resolution_of_names(names, all_findings=False))
+        winners = {w.name: w.candidate for w in resolution.winners if w.name in names}
         for ref in options:
             if ref.name in winners:
                 return ref, winners[ref.name]
+            held = trust.held_verdict(resolution, ref.name)
+            if held is not None:
+                raise QuarantinedError(f"skill {ref.name} is {held.reason}", skill=ref.name)
         raise SkillNotFoundError(options[-1].name)
 
     def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
