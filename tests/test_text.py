@@ -95,3 +95,18 @@ def test_json_leaves_ordinary_text_readable() -> None:
 def test_fold_joins_lines_but_keeps_controls_for_escaping() -> None:
     assert text.fold("  one\n\ttwo\r\n three\u3000 ") == "one two three"
     assert text.fold("a\x1fb\u2028c") == "a\x1fb\u2028c"
+
+
+def test_every_code_point_gives_well_formed_xml_and_safe_terminal_text() -> None:
+    # Exhaustive rather than sampled: all 1,114,112 code points in one document, in chunks so
+    # that each chunk's escapes are checked against its own characters.
+    for start in range(0, sys.maxunicode + 1, 0x10000):
+        chunk = "".join(map(chr, range(start, start + 0x10000)))
+        document = f"<a>{text.xml(chunk)}</a>"
+        assert ET.fromstring(document).text == text.terminal(chunk)
+        assert unsafe(document) == []
+        assert unsafe(text.markdown(chunk)) == []
+        # A high surrogate followed by a low one would decode as one character (as with any
+        # JSON encoder); lone surrogates, the kind a file name brings, are checked above.
+        chunk = "".join(c for c in chunk if not "\ud800" <= c <= "\udfff")
+        assert json.loads(text.json_safe(json.dumps(chunk, ensure_ascii=False))) == chunk
