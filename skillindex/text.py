@@ -70,7 +70,11 @@ def fold(text: str) -> str:
 def xml(text: str) -> str:
     """Character data for XML 1.0: shown escaped as for a terminal (so no character XML forbids
     remains, even as a reference), then `&`, `<` and `>` as entities."""
-    return terminal(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if not text.isprintable():
+        text = _UNSAFE.sub(_escape, text)
+    if "&" in text or "<" in text or ">" in text:
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
 
 
 def markdown(text: str) -> str:
