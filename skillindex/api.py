@@ -38,7 +38,9 @@ from skillindex.model import (
     AUDIT_OUTCOMES,
     Approval,
     AuditEvent,
+    AuditRecord,
     Candidate,
+    ChainReport,
     ContextFile,
     Disclosure,
     FindingCount,
@@ -65,8 +67,8 @@ from skillindex.query.contextfiles import find_context_files
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key
 from skillindex.query.resolve import Explanation, Resolution, Winner
-from skillindex.store import migrate, queries
-from skillindex.store.engine import make_engine, store_error
+from skillindex.store import audit, migrate, queries
+from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
 CATALOG_PUBLISHED = "catalog.published"
@@ -361,8 +363,8 @@ class SkillIndex:
                                format=format, tools=tools)
         if session is not None:
             text = result.text.encode("utf-8")
-            self.append_event(AuditEvent(
-                time=datetime.now(UTC), event=CATALOG_PUBLISHED, level=Level.CATALOG,
+            self.append_event(AuditRecord(
+                event=CATALOG_PUBLISHED, level=Level.CATALOG,
                 outcome="ok", bytes=len(text), digest=hashlib.sha256(text).hexdigest(),
                 reason=f"{len(result.entries)} skills, {len(result.omitted)} omitted",
                 session=session))
@@ -449,10 +451,20 @@ class SkillIndex:
             runs = queries.root_runs(session, self.index_name, self._root_paths())
         return ",".join(f"{run}" for _, run in runs)
 
-    def append_event(self, event: AuditEvent) -> None:
-        """Append one audit row in a transaction of its own (a reindex never holds it up long)."""
-        with self._session("write the audit log") as session, session.begin():
-            queries.append_event(session, self.index_name, event)
+    def append_event(self, record: AuditRecord) -> None:
+        """Append one audit row in a transaction of its own (a reindex never holds it up long).
+
+        The store sets its time and links it to the chain of this index.
+        """
+        try:
+            with self.engine.connect() as connection:
+                # SQLite: the write lock from BEGIN on, so reading the chain's head and
+                # appending after it cannot interleave with another process's append.
+                connection.execution_options(**IMMEDIATE)
+                with Session(connection) as session, session.begin():
+                    audit.append(session, self.index_name, record)
+        except SQLAlchemyError as exc:
+            raise store_error(exc, "write the audit log", url=self.engine.url) from exc
 
     @contextmanager
     def _audited(self, attempt: disclose.Attempt, *, reason: str | None,
@@ -466,8 +478,7 @@ class SkillIndex:
             outcome = exc.outcome
             raise
         finally:
-            self.append_event(attempt.record(outcome=outcome, reason=reason, session=session,
-                                             time=datetime.now(UTC)))
+            self.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
 
     def read(self, uri: str, *, reason: str | None = None, session: str | None = None,
              max_bytes: int | None = None) -> Disclosure:
@@ -548,6 +559,16 @@ class SkillIndex:
             return queries.events(db, self.index_name, session_id=session, skill=skill,
                                   outcome=outcome, since=start)
 
+    def verify_audit(self, *, head: str | None = None) -> ChainReport:
+        """Recompute this index's audit chain from its first event.
+
+        `report.head` is the hash of the newest event: publish it elsewhere to pin the history;
+        a later call with `head=` that hash reports whether the chain still holds it
+        (`report.ok` is False when a row is broken or the pinned hash is gone).
+        """
+        with self._session("read the audit log") as session:
+            return audit.verify(session, self.index_name, head=head)
+
 
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
@@ -588,16 +609,22 @@ def context_files(config: Settings | str | Path | None = None, *,
 
 
 def migrate_database(action: str, revision: str | None = None, *, db: str | None = None,
-                     cwd: str | Path | None = None, env: Environment | None = None) -> str | None:
-    """`upgrade` (to `revision`, default head), `downgrade` (to `revision`) or `current`."""
+                     cwd: str | Path | None = None, env: Environment | None = None,
+                     discard_audit: bool = False) -> str | None:
+    """`upgrade` (to `revision`, default head), `downgrade` (to `revision`) or `current`.
+
+    A downgrade that would drop audit events (the table, or its chain hashes) raises
+    AuditKeptError unless `discard_audit` is set.
+    """
     engine = make_engine(database_url(db, _environment(env, cwd)), create=action == "upgrade")
     try:
         if action == "upgrade":
             migrate.upgrade(engine, revision or "head")
         elif action == "downgrade":
-            migrate.downgrade(engine, revision or "-1")
+            migrate.downgrade(engine, revision or "-1", discard_audit=discard_audit)
         elif action != "current":
             raise ValueError(f"unknown migration action {action!r}")
         return migrate.current(engine)
     finally:
         engine.dispose()
+

@@ -36,6 +36,10 @@ class StoreError(SkillIndexError):
     """The database could not be opened, migrated or written."""
 
 
+class AuditKeptError(StoreError):
+    """A downgrade would drop audit events and was not told to discard them."""
+
+
 class ReindexBusyError(SkillIndexError):
     """Another process holds the reindex lock of this index."""
 

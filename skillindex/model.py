@@ -342,6 +342,64 @@ class AuditEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """An event to append to the audit: the store adds its time and its place in the chain."""
+
+    event: str
+    level: int
+    outcome: str
+    skill: str | None = None
+    resource: str | None = None
+    bytes: int = 0
+    digest: str | None = None
+    reason: str | None = None
+    session: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenEvent:
+    """The first audit row whose link to the chain does not hold."""
+
+    id: int
+    time: str
+    problem: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.id, "time": self.time, "problem": self.problem}
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """The audit chain of one index recomputed: its head hash and the first broken row, if any.
+
+    `events` counts the rows that verified (all of them when nothing is broken); `head` is the
+    hash of the last of them. `pinned` is a head published earlier; `pinned_at` its position in
+    the chain (1 = the first event), None when the chain no longer holds it.
+    """
+
+    index: str
+    events: int
+    head: str
+    broken: BrokenEvent | None
+    pinned: str | None = None
+    pinned_at: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None and (self.pinned is None or self.pinned_at is not None)
+
+    def as_dict(self) -> dict[str, object]:
+        pinned = None if self.pinned is None else {
+            "hash": self.pinned, "found": self.pinned_at is not None,
+            "position": self.pinned_at,
+            "events_after": None if self.pinned_at is None else self.events - self.pinned_at}
+        return {"ok": self.ok, "index": self.index, "events": self.events, "head": self.head,
+                "broken": None if self.broken is None else self.broken.as_dict(),
+                "pinned": pinned}
+
+
+@dataclass(frozen=True, slots=True)
 class SessionLevels:
     """Bytes disclosed to one session per level, and how many attempts it made."""
 

@@ -32,7 +32,7 @@ from skillindex.errors import (
     TooLargeError,
     UnindexedFileError,
 )
-from skillindex.model import AuditEvent, Drift, Level
+from skillindex.model import AuditEvent, AuditRecord, Drift, Level
 from skillindex.query.disclose import check_relative, command_message, parse_uri
 from tests.conftest import OpenIndex, root_settings, write_skill
 
@@ -464,9 +464,8 @@ def test_the_log_is_append_only_through_the_librarys_own_connection(tree: Tree,
 
 
 def test_append_event_is_public_for_other_disclosures(tree: Tree) -> None:
-    tree.index.append_event(AuditEvent(time=datetime.now(UTC), event="catalog.published",
-                                       level=Level.CATALOG, outcome="ok", bytes=1234,
-                                       session="s-1"))
+    tree.index.append_event(AuditRecord(event="catalog.published", level=Level.CATALOG,
+                                        outcome="ok", bytes=1234, session="s-1"))
     [row] = tree.index.audit(levels=True)
     assert (row.session, row.l1_bytes, row.l2_bytes, row.l3_bytes, row.events) == (
         "s-1", 1234, 0, 0, 1)

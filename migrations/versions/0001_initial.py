@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from skillindex.store.migrate import refuse_to_discard_audit
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -194,6 +196,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    refuse_to_discard_audit("drop the audit table")
     for name in VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {name}")
     _drop_append_only_guard()

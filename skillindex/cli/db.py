@@ -22,11 +22,12 @@ def db() -> None:
 
 
 def _migration(action: str) -> Callable[..., None]:
-    def run(ctx: click.Context, revision: str | None = None) -> None:
+    def run(ctx: click.Context, revision: str | None = None, discard_audit: bool = False) -> None:
         from skillindex.api import migrate_database  # noqa: PLC0415
 
         options = options_of(ctx)
-        current = migrate_database(action, revision, db=options.db, cwd=options.cwd)
+        current = migrate_database(action, revision, db=options.db, cwd=options.cwd,
+                                   discard_audit=discard_audit)
         if options.json:
             print_json({"revision": current})
         else:
@@ -53,18 +54,21 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 # `-1` looks like an option to click; taking unknown options as arguments lets it through.
 @db.command(context_settings={"ignore_unknown_options": True})
 @click.argument("revision")
+@click.option("--discard-audit", is_flag=True,
+              help="Allow dropping audit events (the table or its chain); refused without it.")
 @click.pass_context
-def downgrade(ctx: click.Context, revision: str) -> None:
+def downgrade(ctx: click.Context, revision: str, discard_audit: bool) -> None:
     """Migrate the database down to REVISION.
 
-    `base` empties it; `-1` goes one step down.
+    `base` empties it; `-1` goes one step down. A step that would drop audit events, or their
+    chain hashes, is refused while the log holds any, unless `--discard-audit` is given.
 
     \b
     Examples:
       skillindex db downgrade -1
-      skillindex db downgrade base
+      skillindex db downgrade base --discard-audit
     """
-    _migration("downgrade")(ctx, revision)
+    _migration("downgrade")(ctx, revision, discard_audit)
 
 
 @db.command()
@@ -78,3 +82,4 @@ def current(ctx: click.Context) -> None:
       skillindex --json db current
     """
     _migration("current")(ctx)
+

@@ -6,6 +6,7 @@ import click
 
 from skillindex.cli.common import (
     cli,
+    count,
     echo,
     json_option,
     options_of,
@@ -14,7 +15,7 @@ from skillindex.cli.common import (
     table,
 )
 from skillindex.errors import EXIT_ERROR
-from skillindex.model import AUDIT_OUTCOMES
+from skillindex.model import AUDIT_OUTCOMES, ChainReport
 
 
 @cli.command()
@@ -122,7 +123,7 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
         ctx.exit(EXIT_ERROR)
 
 
-@cli.command()
+@cli.group(invoke_without_command=True)
 @session_option
 @click.option("--skill", metavar="NAME", help="Only events of this skill.")
 @click.option("--outcome", type=click.Choice(AUDIT_OUTCOMES), help="Only this outcome.")
@@ -132,14 +133,17 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
 @click.pass_context
 def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome: str | None,
           since: str | None, levels: bool, as_json: bool) -> None:
-    """Print the audit log of disclosures, oldest first.
+    """Print the audit log of disclosures, oldest first; `audit verify` checks its chain.
 
     \b
     Examples:
       skillindex audit --session s-42
       skillindex audit --outcome refused --since 2026-12-01
       skillindex audit --levels
+      skillindex audit verify
     """
+    if ctx.invoked_subcommand is not None:
+        return
     options = options_of(ctx, as_json)
     with options.open() as index:
         if levels:
@@ -163,3 +167,52 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
         table(["time", "session", "event", "outcome", "level", "bytes", "skill", "resource"],
                [[e.time.isoformat(timespec="seconds"), e.session or "-", e.event, e.outcome,
                  e.level, e.bytes, e.skill or "-", e.resource or "-"] for e in events])
+
+
+@audit.command(name="verify")
+@click.option("--head", "pinned", metavar="HASH",
+              help="A head hash published earlier: fail unless the chain still holds it.")
+@json_option
+@click.pass_context
+def verify_audit(ctx: click.Context, pinned: str | None, as_json: bool) -> None:
+    """Recompute the audit log's hash chain; print its head hash, exit 1 at a broken row.
+
+    Every event's hash covers the one before it, so an edited, deleted, inserted or replaced
+    row breaks the chain. Publish the head hash elsewhere (a ticket, a commit, a log); a later
+    `--head HASH` shows the history up to it was not rewritten.
+
+    \b
+    Examples:
+      skillindex audit verify
+      skillindex audit verify --head 3f2a9c...e1 --json
+    """
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        report = index.verify_audit(head=pinned.strip().lower() if pinned else None)
+    if options.json:
+        print_json(report.as_dict())
+    else:
+        _print_chain(report)
+    if not report.ok:
+        ctx.exit(EXIT_ERROR)
+
+
+def _print_chain(report: ChainReport) -> None:
+    if report.broken is not None:
+        echo(f"broken: event {report.broken.id} ({report.broken.time}): "
+             f"{report.broken.problem}")
+        echo(f"{count(report.events, 'event')} before it verify; the last good head is "
+             f"{report.head}")
+    else:
+        echo(f"ok: {count(report.events, 'event')} of index {report.index} chain up to "
+             f"head {report.head}")
+    if report.pinned is None:
+        return
+    if report.pinned_at is None:
+        echo(f"pinned head {report.pinned} is not in the chain: the history up to it was "
+             "rewritten or cut")
+    elif report.pinned_at == report.events:
+        echo(f"pinned head {report.pinned} is the current head")
+    else:
+        echo(f"pinned head {report.pinned} is event {report.pinned_at}; "
+             f"{count(report.events - report.pinned_at, 'event')} followed it")

@@ -7,7 +7,6 @@ import mimetypes
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from io import RawIOBase
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -24,7 +23,7 @@ from skillindex.errors import (
 from skillindex.index import frontmatter, hashing
 from skillindex.index.scanner import ENTRY, skill_files
 from skillindex.model import (
-    AuditEvent,
+    AuditRecord,
     Candidate,
     Disclosure,
     Drift,
@@ -204,13 +203,12 @@ class Attempt:
         self.skill, self.resource, self.level = ref.name, ref.resource, ref.level
         self.event = READ_BODY if ref.resource is None else READ_RESOURCE
 
-    def record(self, *, outcome: str, reason: str | None, session: str | None,
-               time: datetime) -> AuditEvent:
-        return AuditEvent(time=time, event=self.event, level=int(self.level), outcome=outcome,
-                          skill=storable(self.skill), resource=storable(self.resource),
-                          bytes=self.bytes if outcome == OK else 0, digest=self.digest,
-                          reason=storable(reason), session=storable(session),
-                          path=storable(self.path))
+    def record(self, *, outcome: str, reason: str | None, session: str | None) -> AuditRecord:
+        return AuditRecord(event=self.event, level=int(self.level), outcome=outcome,
+                           skill=storable(self.skill), resource=storable(self.resource),
+                           bytes=self.bytes if outcome == OK else 0, digest=self.digest,
+                           reason=storable(reason), session=storable(session),
+                           path=storable(self.path))
 
 
 # I/O: containment on real paths, one read, comparison with the manifest.

@@ -7,7 +7,6 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import anyio
@@ -204,8 +203,7 @@ class Skills:
             parse_uri_options(uri)
         except PathRefusedError as exc:
             outcome, message = exc.outcome, str(exc)
-        self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session,
-                                               time=datetime.now(UTC)))
+        self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
 

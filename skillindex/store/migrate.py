@@ -10,25 +10,28 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from skillindex.errors import ConfigError, StoreError
+from skillindex.errors import AuditKeptError, ConfigError, StoreError
 from skillindex.store.engine import IMMEDIATE, store_error
 from skillindex.store.revision import HEAD
 
-__all__ = ["HEAD", "current", "downgrade", "ensure_current", "upgrade"]
+__all__ = ["HEAD", "current", "downgrade", "ensure_current", "refuse_to_discard_audit", "upgrade"]
 # PostgreSQL advisory lock key that serializes migrations of one database ("skillmig" in ASCII).
 MIGRATION_LOCK_KEY = int.from_bytes(b"skillmig", "big")
+# Alembic config attribute: a downgrade may discard a non-empty audit log.
+DISCARD_AUDIT = "discard_audit"
 
 
 def script_location() -> str:
     return str(resources.files("skillindex.migrations"))
 
 
-def _config(connection: Any) -> Any:
+def _config(connection: Any, *, discard_audit: bool = False) -> Any:
     from alembic.config import Config  # noqa: PLC0415
 
     config = Config()
     config.set_main_option("script_location", script_location())
     config.attributes["connection"] = connection
+    config.attributes[DISCARD_AUDIT] = discard_audit
     return config
 
 
@@ -66,11 +69,13 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(_config(connection), revision)
 
 
-def downgrade(engine: Engine, revision: str) -> None:
+def downgrade(engine: Engine, revision: str, *, discard_audit: bool = False) -> None:
+    """Migrate down to `revision`; a step that would lose audit events is refused unless
+    `discard_audit` is set (AuditKeptError)."""
     from alembic import command  # noqa: PLC0415
 
     with _translated(engine, revision), _migrating(engine) as connection:
-        command.downgrade(_config(connection), revision)
+        command.downgrade(_config(connection, discard_audit=discard_audit), revision)
 
 
 @contextmanager
@@ -86,6 +91,20 @@ def _translated(engine: Engine, revision: str) -> Iterator[None]:
                           "base, or -1 for one step down)") from exc
     except SQLAlchemyError as exc:
         raise store_error(exc, "migrate the database", url=engine.url) from exc
+
+
+def refuse_to_discard_audit(what: str) -> None:
+    """Called by a migration's downgrade before it loses audit data: stop unless the log is
+    empty or the downgrade was asked to discard it."""
+    from alembic import op  # noqa: PLC0415
+
+    config = op.get_context().config
+    if config is not None and config.attributes.get(DISCARD_AUDIT):
+        return
+    count = op.get_bind().execute(text("SELECT count(*) FROM load_event")).scalar_one()
+    if count:
+        raise AuditKeptError(f"refusing to {what}: load_event holds {count} audit events "
+                             "(downgrade with --discard-audit to discard them)")
 
 
 def ensure_current(engine: Engine) -> None:

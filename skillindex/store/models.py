@@ -210,12 +210,21 @@ class CatalogCache(Base):
 
 
 class LoadEvent(Base):
-    """One disclosure attempt; the database refuses UPDATE and DELETE on this table."""
+    """One disclosure attempt; the database refuses UPDATE and DELETE on this table.
+
+    Each row is a link of its index's hash chain: `prev_hash` is the `row_hash` of the event
+    before it (64 zeros for the first), `row_hash` the sha256 over that and the row's fields
+    (store/audit.py), so an edited, deleted, inserted or replaced row breaks the chain.
+    """
 
     __tablename__ = "load_event"
     __table_args__ = (
         Index("ix_load_event_session", "session"),
         Index("ix_load_event_skill", "skill"),
+        # The head of a chain is the newest row of its index.
+        Index("ix_load_event_index_name_id", "index_name", "id"),
+        # A chain cannot fork: no two events of an index follow the same one.
+        Index("ix_load_event_chain", "index_name", "prev_hash", unique=True),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -231,6 +240,9 @@ class LoadEvent(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     session: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
+    # Nullable only because SQLite cannot add a NOT NULL column; every row has both.
+    prev_hash: Mapped[str | None] = mapped_column(String(64))
+    row_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class ReindexLock(Base):

@@ -32,7 +32,7 @@ from skillindex.store.staging import Stage
 
 # Bulk writes go through the Core tables: the ORM's per-row bookkeeping buys nothing here.
 CACHED_CATALOGS = 64  # rendered catalogs kept per index between two reindexes
-SCAN_ISSUE, LOAD_EVENT = (Base.metadata.tables[name] for name in ("scan_issue", "load_event"))
+SCAN_ISSUE = Base.metadata.tables["scan_issue"]
 
 
 @dataclass(slots=True)
@@ -430,20 +430,6 @@ def frontmatters(session: Session, candidate_ids: Sequence[int]) -> dict[int, st
                 select(Candidate.id, Candidate.frontmatter).where(Candidate.id.in_(chunk))):
             found[cid] = text
     return found
-
-
-_APPEND_EVENT = insert(LOAD_EVENT).returning(LOAD_EVENT.c.id)
-
-
-def append_event(session: Session, index_name: str, event: model.AuditEvent) -> int:
-    """Add one audit row; the table takes inserts only."""
-    return int(session.execute(
-        _APPEND_EVENT,
-        [{"index_name": index_name, "time": event.time, "event": event.event,
-          "skill": event.skill, "resource": event.resource, "level": event.level,
-          "bytes": event.bytes, "digest": event.digest, "outcome": event.outcome,
-          "reason": event.reason, "session": event.session, "path": event.path}],
-    ).scalar_one())
 
 
 def _event_filters(index_name: str, session_id: str | None, skill: str | None,
