@@ -67,7 +67,7 @@ from skillindex.query.contextfiles import find_context_files
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key
 from skillindex.query.resolve import Explanation, Resolution, Winner
-from skillindex.store import audit, migrate, queries
+from skillindex.store import audit, grants, migrate, queries
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
@@ -628,3 +628,26 @@ def migrate_database(action: str, revision: str | None = None, *, db: str | None
     finally:
         engine.dispose()
 
+
+def database_grants(*, db: str | None = None, cwd: str | Path | None = None,
+                    env: Environment | None = None, indexer: str = "skillindex_indexer",
+                    agent: str = "skillindex_agent", apply: bool = False) -> list[str]:
+    """The least-privilege GRANTs of a PostgreSQL index for an indexer and an agent role.
+
+    With `apply`, they are run (as the role that owns the tables, or a superuser) in one
+    transaction; otherwise only returned. Neither role owns a table: the agent reads the catalog
+    and appends audit events, the indexer also writes the catalog; neither can change or remove
+    an audit event, alter the table or disable its triggers.
+    """
+    engine = make_engine(database_url(db, _environment(env, cwd)), create=False)
+    roles = grants.Roles(indexer=indexer, agent=agent)
+    try:
+        if apply:
+            with engine.begin() as connection:
+                return grants.apply(connection, roles)
+        with engine.connect() as connection:
+            return grants.statements(connection, roles)
+    except SQLAlchemyError as exc:
+        raise store_error(exc, "grant", url=engine.url) from exc
+    finally:
+        engine.dispose()

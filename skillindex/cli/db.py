@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import click
 
-from skillindex.cli.common import cli, options_of, print_json
+from skillindex.cli.common import cli, json_option, options_of, print_json
 
 
 @cli.group()
@@ -83,3 +83,37 @@ def current(ctx: click.Context) -> None:
     """
     _migration("current")(ctx)
 
+
+@db.command(name="grants")
+@click.option("--indexer", default="skillindex_indexer", show_default=True, metavar="ROLE",
+              help="The role that reindexes: writes the catalog, appends audit events.")
+@click.option("--agent", default="skillindex_agent", show_default=True, metavar="ROLE",
+              help="The role agent hosts connect as: reads the catalog, appends audit events.")
+@click.option("--apply", "apply_them", is_flag=True,
+              help="Run the statements (as the tables' owner) instead of printing them.")
+@json_option
+@click.pass_context
+def grants(ctx: click.Context, indexer: str, agent: str, apply_them: bool,
+           as_json: bool) -> None:
+    """Print (or apply) least-privilege GRANTs on a PostgreSQL index.
+
+    Neither role owns a table, so neither can alter the audit table or disable its triggers;
+    neither may UPDATE, DELETE or TRUNCATE it. Run again after every `db upgrade`.
+
+    \b
+    Examples:
+      skillindex --db postgresql://admin@dbhost/skills db grants
+      skillindex --db postgresql://admin@dbhost/skills db grants --agent hosts --apply
+    """
+    from skillindex.api import database_grants  # noqa: PLC0415
+
+    options = options_of(ctx, as_json)
+    done = database_grants(db=options.db, cwd=options.cwd, indexer=indexer, agent=agent,
+                           apply=apply_them)
+    if options.json:
+        print_json({"applied": apply_them, "statements": done})
+        return
+    for statement in done:
+        click.echo(f"{statement};")
+    if apply_them:
+        click.echo(f"-- applied {len(done)} statements", err=True)

@@ -1,0 +1,99 @@
+"""Least-privilege GRANTs on PostgreSQL for an indexer role and an agent role, owning nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+from skillindex.errors import ConfigError, StoreError
+
+AUDIT_TABLE = "load_event"
+VERSION_TABLE = "alembic_version"
+
+
+@dataclass(frozen=True, slots=True)
+class Roles:
+    indexer: str
+    agent: str
+
+
+def _ident(connection: Connection, name: str) -> str:
+    return str(connection.execute(text("SELECT quote_ident(:n)"), {"n": name}).scalar_one())
+
+
+def statements(connection: Connection, roles: Roles) -> list[str]:
+    """The GRANTs (after a REVOKE of everything) that give each role exactly its work.
+
+    The indexer writes the catalog tables, may create the temporary tables a reindex stages
+    rows in, and appends audit events; the agent reads the catalog and appends audit events.
+    Neither may UPDATE, DELETE or TRUNCATE the audit table, and neither owns a table, so neither
+    can ALTER it or disable its triggers. Tables come from the database as it is now: run this
+    again after every upgrade.
+    """
+    if connection.dialect.name != "postgresql":
+        raise ConfigError("db grants is for PostgreSQL; a SQLite index is protected by its "
+                          "file's permissions (0600)")
+    if roles.indexer == roles.agent:
+        raise ConfigError("the indexer and the agent role must differ")
+    database, schema = connection.execute(
+        text("SELECT quote_ident(current_database()), quote_ident(current_schema())")).one()
+    tables = [str(name) for name in connection.execute(text(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+    )).scalars()]
+    if AUDIT_TABLE not in tables:
+        raise StoreError("the database has no skillindex schema yet: run `skillindex db upgrade` "
+                         "as the role that is to own the tables first")
+    owners = connection.execute(text(
+        "SELECT tablename, tableowner FROM pg_tables WHERE schemaname = current_schema() "
+        "AND tableowner IN (:indexer, :agent) ORDER BY tablename"),
+        {"indexer": roles.indexer, "agent": roles.agent}).first()
+    if owners is not None:
+        raise StoreError(f"role {owners[1]} owns table {owners[0]}, so it could alter it or drop "
+                         "its triggers: let another role own the schema "
+                         "(ALTER TABLE ... OWNER TO ...) and grant again")
+    views = [str(name) for name in connection.execute(text(
+        "SELECT viewname FROM pg_views WHERE schemaname = current_schema() ORDER BY viewname"
+    )).scalars()]
+    sequences = [str(name) for name in connection.execute(text(
+        "SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema() "
+        "ORDER BY sequencename")).scalars()]
+    audit_sequence = connection.execute(
+        text("SELECT pg_get_serial_sequence(:t, 'id')"),
+        {"t": f"{schema}.{AUDIT_TABLE}"}).scalar_one()
+
+    def names(items: list[str]) -> str:
+        return ", ".join(f"{schema}.{_ident(connection, item)}" for item in items)
+
+    indexer, agent = _ident(connection, roles.indexer), _ident(connection, roles.agent)
+    both = f"{indexer}, {agent}"
+    catalog = [t for t in tables if t not in (AUDIT_TABLE, VERSION_TABLE)]
+    result = [
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {both}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {schema} FROM {both}",
+        f"GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {indexer}",
+        f"GRANT CONNECT ON DATABASE {database} TO {agent}",
+        f"GRANT USAGE ON SCHEMA {schema} TO {both}",
+        f"GRANT SELECT ON {names([VERSION_TABLE, *views])} TO {both}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {names(catalog)} TO {indexer}",
+        f"GRANT SELECT ON {names(catalog)} TO {agent}",
+        f"GRANT SELECT, INSERT ON {names([AUDIT_TABLE])} TO {both}",
+    ]
+    others = [s for s in sequences if audit_sequence not in (f"{schema}.{s}", s)]
+    if others:
+        result.append(f"GRANT USAGE ON SEQUENCE {names(others)} TO {indexer}")
+    result.append(f"GRANT USAGE ON SEQUENCE {audit_sequence} TO {both}")
+    return result
+
+
+def apply(connection: Connection, roles: Roles) -> list[str]:
+    """Run the statements in the caller's transaction; the roles must exist."""
+    missing = [name for name in (roles.indexer, roles.agent) if connection.execute(
+        text("SELECT 1 FROM pg_roles WHERE rolname = :n"), {"n": name}).first() is None]
+    if missing:
+        raise StoreError(f"no role {missing[0]} in this PostgreSQL server: create it first "
+                         f"(CREATE ROLE {missing[0]} LOGIN PASSWORD '...')")
+    done = statements(connection, roles)
+    for statement in done:
+        connection.execute(text(statement))
+    return done

@@ -1,0 +1,153 @@
+"""`db grants` on a real PostgreSQL server with two real roles: each can do its work, the agent
+cannot change the audit."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg import sql
+from sqlalchemy import text
+from sqlalchemy.exc import DatabaseError
+
+from skillindex.api import SkillIndex, database_grants
+from skillindex.cli import cli
+from skillindex.config import Environment
+from skillindex.errors import ConfigError
+from skillindex.store.engine import make_engine
+from tests.conftest import root_settings, write_skill
+
+if TYPE_CHECKING:
+    from tests.pgserver import PostgresServer
+
+NUMBERS = itertools.count()
+DENIED = r"permission denied|must be owner"
+
+
+@dataclass
+class Shared:
+    """A database owned by the administrator, and the URLs of the two roles that use it."""
+
+    owner: str
+    indexer: str
+    agent: str
+    indexer_role: str
+    agent_role: str
+    root: Path
+
+
+def _create_role(server: PostgresServer, name: str) -> None:
+    conninfo = f"host=127.0.0.1 port={server.port} user=postgres dbname=postgres"
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def shared(pg_server: PostgresServer, tmp_path: Path, env: Environment) -> Iterator[Shared]:
+    number = next(NUMBERS)
+    roles = (f"indexer_{os.getpid()}_{number}", f"agent_{os.getpid()}_{number}")
+    for role in roles:
+        _create_role(pg_server, role)
+    owner = pg_server.create_database()
+    database = owner.rsplit("/", 1)[1]
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", body="# PDF\n")
+    SkillIndex.open(root_settings(root), db=owner, env=env).close()  # the owner migrates
+    result = CliRunner().invoke(cli, ["--db", owner, "db", "grants", "--indexer", roles[0],
+                                      "--agent", roles[1], "--apply"])
+    assert result.exit_code == 0, result.output
+    yield Shared(owner, pg_server.url(database, roles[0]), pg_server.url(database, roles[1]),
+                 roles[0], roles[1], root)
+
+
+def test_each_role_does_its_work(shared: Shared, env: Environment) -> None:
+    with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+        assert indexer.reindex().added == 1
+        assert indexer.reindex().unchanged == 1
+    with SkillIndex.open(root_settings(shared.root), db=shared.agent, env=env) as agent:
+        assert [w.name for w in agent.winners()] == ["pdf"]
+        assert "pdf" in agent.catalog(session="s-1").text  # the cache write is refused quietly
+        assert agent.read("skill://pdf", reason="test", session="s-1").text == "# PDF\n"
+        assert [e.event for e in agent.audit()] == ["catalog.published", "skill.read"]
+        report = agent.verify_audit()
+        assert report.ok and report.events == 2
+
+
+FORBIDDEN = {
+    "update": "UPDATE load_event SET outcome = 'refused'",
+    "delete": "DELETE FROM load_event",
+    "truncate": "TRUNCATE load_event",
+    "alter": "ALTER TABLE load_event ADD COLUMN note text",
+    "disable-trigger": "ALTER TABLE load_event DISABLE TRIGGER load_event_append_only",
+    "disable-chain": "ALTER TABLE load_event DISABLE TRIGGER USER",
+    "drop": "DROP TABLE load_event",
+    "drop-trigger": "DROP TRIGGER load_event_append_only ON load_event",
+    "write-catalog": "UPDATE candidate SET description = 'forged'",
+    "poison-cache": "INSERT INTO catalog_cache (index_name, key, payload) "
+                    "VALUES ('default', 'k', 'x')",
+    "drop-index": "DROP INDEX ix_load_event_chain",
+}
+
+
+@pytest.mark.parametrize("statement", FORBIDDEN.values(), ids=FORBIDDEN.keys())
+def test_the_agent_cannot_change_the_audit_or_the_catalog(shared: Shared, env: Environment,
+                                                          statement: str) -> None:
+    with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+        indexer.reindex()
+    with SkillIndex.open(root_settings(shared.root), db=shared.agent, env=env) as agent:
+        agent.read("skill://pdf", reason="test")
+        head = agent.verify_audit().head
+    engine = make_engine(shared.agent)
+    with pytest.raises(DatabaseError, match=DENIED), \
+            engine.begin() as connection:
+        connection.execute(text(statement))
+    engine.dispose()
+    with SkillIndex.open(root_settings(shared.root), db=shared.owner, env=env) as owner:
+        report = owner.verify_audit(head=head)
+        assert report.ok and report.events == 1
+
+
+@pytest.mark.parametrize("statement", ["UPDATE load_event SET outcome = 'refused'",
+                                       "DELETE FROM load_event", "TRUNCATE load_event",
+                                       "ALTER TABLE load_event DISABLE TRIGGER USER"])
+def test_the_indexer_cannot_change_the_audit_either(shared: Shared, statement: str) -> None:
+    engine = make_engine(shared.indexer)
+    with pytest.raises(DatabaseError, match=DENIED), \
+            engine.begin() as connection:
+        connection.execute(text(statement))
+    engine.dispose()
+
+
+def test_grants_are_printed_without_being_applied(shared: Shared) -> None:
+    result = CliRunner().invoke(cli, ["--db", shared.owner, "--json", "db", "grants"])
+    assert result.exit_code == 0, result.output
+    shape = json.loads(result.stdout)
+    assert shape["applied"] is False
+    on_audit = [s for s in shape["statements"]
+                if s.startswith("GRANT") and "public.load_event " in f"{s} ".replace(",", " ")]
+    assert on_audit == [
+        "GRANT SELECT, INSERT ON public.load_event TO skillindex_indexer, skillindex_agent"]
+
+
+def test_a_role_that_owns_a_table_is_refused(shared: Shared) -> None:
+    conninfo = shared.owner.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(sql.SQL("ALTER TABLE load_event OWNER TO {}")
+                           .format(sql.Identifier(shared.agent_role)))
+    result = CliRunner().invoke(cli, ["--db", shared.owner, "db", "grants", "--indexer",
+                                      shared.indexer_role, "--agent", shared.agent_role])
+    assert result.exit_code == 1
+    assert f"role {shared.agent_role} owns table load_event" in result.stderr
+
+
+def test_grants_are_for_postgresql_only(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="PostgreSQL"):
+        database_grants(db=f"sqlite:///{tmp_path / 'x.sqlite'}")
