@@ -4,6 +4,7 @@ backends."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.errors import AuditKeptError, SkillIndexError
 from skillindex.model import AuditRecord, Level
+from skillindex.query import disclose
 from skillindex.store import audit, migrate
 from skillindex.store.engine import make_engine
 from tests.conftest import OpenIndex, write_skill
@@ -382,3 +384,47 @@ def test_cli_downgrade_refuses_in_one_line_then_discards_when_told(index: SkillI
     done = run(*db, "db", "downgrade", "base", "--discard-audit")
     assert done.exit_code == 0, done.output
 
+
+# -- the digest of what a refused read found -------------------------------------------------------
+
+def _grow_guide(skill: Path) -> Path:
+    path = skill / "guide.md"
+    path.write_text("guide\nand a line added after the reindex\n")
+    return path
+
+
+def _grow_body(skill: Path) -> Path:
+    path = skill / "SKILL.md"
+    path.write_text(path.read_text() + "more body\n")
+    return path
+
+
+def _add_file(skill: Path) -> Path:
+    path = skill / "new.md"
+    path.write_text("added after the reindex\n")
+    return path
+
+
+FOUND = {"grown-resource": ("skill://pdf/guide.md", _grow_guide),
+         "grown-body": ("skill://pdf", _grow_body),
+         "unindexed": ("skill://pdf/new.md", _add_file)}
+
+
+@pytest.mark.parametrize(("uri", "change"), FOUND.values(), ids=FOUND.keys())
+def test_a_mismatch_keeps_the_digest_of_what_was_found(index: SkillIndex, tmp_path: Path,
+                                                       uri: str,
+                                                       change: Callable[[Path], Path]) -> None:
+    path = change(tmp_path / "skills" / "pdf")
+    attempt(index, uri)
+    [event] = index.audit()
+    assert event.outcome == "mismatch"
+    assert event.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_file_grown_past_the_limit_is_not_hashed_for_the_audit(index: SkillIndex,
+                                                                 tmp_path: Path) -> None:
+    with (tmp_path / "skills" / "pdf" / "guide.md").open("r+b") as handle:
+        handle.truncate(disclose.AUDIT_DIGEST_LIMIT + 10)
+    attempt(index, "skill://pdf/guide.md")
+    [event] = index.audit()
+    assert (event.outcome, event.digest) == ("mismatch", None)

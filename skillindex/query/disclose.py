@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import mimetypes
 import os
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,8 @@ OK = "ok"
 MARKDOWN = "text/markdown"
 PLAIN = "text/plain"
 READ_BODY, READ_RESOURCE, COMMAND = "skill.read", "resource.read", "skill.command"
+# A refused file is hashed for its audit row only up to this size.
+AUDIT_DIGEST_LIMIT = 16 * 1024 * 1024
 
 
 # Pure checks on the URI and the relative path: no filesystem access until the I/O part below.
@@ -272,6 +275,8 @@ def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_p
                                f"outside the skill ({opened})", skill=skill, path=rel_path)
     with os.fdopen(fd, "rb", buffering=0) as handle:
         if expected is None:
+            # Not disclosed, but the audit row says what was found there.
+            attempt.digest = _sha256_of_rest(handle, b"")
             raise UnindexedFileError(f"{rel_path!r} of skill {skill} is not in the index (added "
                                      "after the last reindex?)", skill=skill, path=rel_path)
         if max_bytes is not None and st.st_size > max_bytes:
@@ -280,10 +285,13 @@ def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_p
         bound = expected.size if max_bytes is None else min(expected.size, max_bytes)
         try:
             data = _read_at_most(handle, bound + 1)
+            whole = len(data) <= bound
+            if not whole and (max_bytes is None or len(data) <= max_bytes):
+                # The file grew: a mismatch, whose audit row keeps the digest of the whole file.
+                attempt.digest = _sha256_of_rest(handle, data)
         except OSError as exc:
             raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
                                 f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
-    whole = len(data) <= bound
     xxh3, sha256 = hashing.digest(data)
     if whole:
         attempt.digest = sha256
@@ -299,6 +307,20 @@ def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_p
 def _too_large(size: int, limit: int, skill: str, rel_path: str) -> TooLargeError:
     return TooLargeError(f"{rel_path!r} of skill {skill} is {size} bytes; the limit is {limit}",
                          size=size, limit=limit, skill=skill, path=rel_path)
+
+
+def _sha256_of_rest(handle: RawIOBase, head: bytes) -> str | None:
+    """sha256 of `head` and the rest of the file, never holding more than a chunk; None past
+    AUDIT_DIGEST_LIMIT bytes (the work a refused read may cost stays bounded)."""
+    digest = hashlib.sha256(head)
+    total = len(head)
+    while total <= AUDIT_DIGEST_LIMIT:
+        chunk = handle.read(hashing.CHUNK)
+        if not chunk:
+            return digest.hexdigest()
+        digest.update(chunk)
+        total += len(chunk)
+    return None
 
 
 def _read_at_most(handle: RawIOBase, count: int) -> bytes:
