@@ -639,7 +639,9 @@ def database_grants(*, db: str | None = None, cwd: str | Path | None = None,
     and appends audit events, the indexer also writes the catalog; neither can change or remove
     an audit event, alter the table or disable its triggers.
     """
-    engine = make_engine(database_url(db, _environment(env, cwd)), create=False)
+    url = database_url(db, _environment(env, cwd))
+    grants.require_postgresql(url)
+    engine = make_engine(url, create=False)
     roles = grants.Roles(indexer=indexer, agent=agent)
     try:
         if apply:

@@ -5,17 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from skillindex.errors import ConfigError, StoreError
 
 AUDIT_TABLE = "load_event"
 VERSION_TABLE = "alembic_version"
+NOT_POSTGRESQL = ("db grants is for PostgreSQL; a SQLite index is protected by its file's "
+                  "permissions (0600)")
 
 
 @dataclass(frozen=True, slots=True)
 class Roles:
     indexer: str
     agent: str
+
+
+def require_postgresql(url: str) -> None:
+    """Refuse any other backend before connecting (and before a SQLite file is looked for)."""
+    try:
+        backend = make_url(url).get_backend_name()
+    except ArgumentError:
+        return  # make_engine reports a malformed URL
+    if backend != "postgresql":
+        raise ConfigError(NOT_POSTGRESQL)
 
 
 def _ident(connection: Connection, name: str) -> str:
@@ -32,8 +46,7 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     again after every upgrade.
     """
     if connection.dialect.name != "postgresql":
-        raise ConfigError("db grants is for PostgreSQL; a SQLite index is protected by its "
-                          "file's permissions (0600)")
+        raise ConfigError(NOT_POSTGRESQL)
     if roles.indexer == roles.agent:
         raise ConfigError("the indexer and the agent role must differ")
     database, schema = connection.execute(
