@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from skillindex.errors import (
+    AuditKeptError,
     CommandsDisabledError,
     ConfigError,
     DeletedFileError,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 # The errors are part of the interface: callers catch them by these names.
 __all__ = [
+    "AuditKeptError",
     "CommandsDisabledError",
     "ConfigError",
     "DeletedFileError",
