@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import yaml
 
 from skillindex.index import frontmatter
 from skillindex.index.frontmatter import MAX_YAML_NODES, parse, split
@@ -138,3 +139,82 @@ def test_oversized_frontmatter_is_refused_before_parsing() -> None:
     head = "description: " + "x" * (frontmatter.MAX_FRONTMATTER_CHARS + 1) + "\n"
     result = parse(f"---\n{head}---\n".encode(), lenient=True)
     assert codes(result) == ["file-too-large"]
+
+
+def _nested(shape: str, levels: int) -> str:
+    if shape == "flow-sequence":
+        return "metadata: " + "[" * levels + "]" * levels + "\n"
+    if shape == "flow-mapping":
+        return "metadata: " + "{a: " * levels + "x" + "}" * levels + "\n"
+    if shape == "block-sequence":
+        return "metadata:\n  " + "- " * levels + "x\n"
+    return "metadata: " + "{<<: " * levels + "{}" + "}" * levels + "\n"  # merge keys
+
+
+NEST_SHAPES = ["flow-sequence", "flow-mapping", "block-sequence", "merge-keys"]
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+@pytest.mark.parametrize("levels", [frontmatter.MAX_YAML_DEPTH, 990, 5000])
+@pytest.mark.parametrize("shape", NEST_SHAPES)
+def test_nesting_past_the_limit_is_a_finding(shape: str, levels: int, lenient: bool) -> None:
+    # 990 levels is just under libyaml's own limit; the JSON encoder used to recurse past
+    # Python's limit on it. 5000 is past libyaml's limit, which used to send it to the repair.
+    data = f"---\nname: x\ndescription: d\n{_nested(shape, levels)}---\nbody\n".encode()
+    result = parse(data, lenient=lenient)
+    assert result.fields is None
+    assert codes(result) == ["yaml-invalid"]
+    assert f"deeper than {frontmatter.MAX_YAML_DEPTH} levels" in result.findings[0].message
+
+
+@pytest.mark.parametrize("shape", NEST_SHAPES)
+def test_nesting_below_the_limit_is_kept(shape: str) -> None:
+    levels = frontmatter.MAX_YAML_DEPTH // 2 - 2
+    data = f"---\nname: x\ndescription: d\n{_nested(shape, levels)}---\n".encode()
+    result = parse(data, lenient=False)
+    assert result.findings == ()
+    assert result.fields is not None
+
+
+@pytest.mark.parametrize("shape", NEST_SHAPES)
+def test_nesting_is_bounded_with_the_pure_python_parser_too(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where libyaml is missing, PyYAML composes recursively in Python.
+    monkeypatch.setattr(frontmatter, "_Loader", yaml.SafeLoader)
+    data = f"---\nname: x\ndescription: d\n{_nested(shape, 400)}---\n".encode()
+    result = parse(data, lenient=True)
+    assert codes(result) == ["yaml-invalid"]
+
+
+def test_a_64k_line_of_blanks_is_repaired_exactly() -> None:
+    # A value with a long inner run of blanks made the key-line pattern backtrack
+    # quadratically (about 12 s for 64 KB); its value must come back with the blanks intact.
+    padding = " " * (frontmatter.MAX_FRONTMATTER_CHARS - 100)
+    head = f"name: x\ndescription: a{padding}b \t\nbroken: [\n"
+    result = parse(f"---\n{head}---\n".encode(), lenient=True)
+    assert codes(result) == ["yaml-repaired"]
+    assert result.fields is not None
+    assert result.fields["description"] == f"a{padding}b"
+    assert result.fields["broken"] == "["
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["m: [" + ",".join(["a"] * 20_000) + "]\n",
+     "".join(f"k{n}: a: b\n" for n in range(5_000)),
+     "".join(f"k{n}:\n  - x\n" for n in range(4_000)) + "b: [\n"],
+    ids=["one-long-list", "many-lines-to-repair", "many-blocks-to-repair"])
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_frontmatter_with_too_many_values_is_refused(head: str, lenient: bool) -> None:
+    result = parse(f"---\n{head}---\n".encode(), lenient=lenient)
+    assert result.fields is None
+    assert codes(result) == ["yaml-invalid"]
+
+
+def test_a_long_frontmatter_of_real_size_is_not_refused() -> None:
+    head = "name: x\ndescription: d\nmetadata:\n" + "".join(
+        f"  key-{n}: value {n}\n" for n in range(300))
+    result = parse(f"---\n{head}---\n".encode(), lenient=False)
+    assert result.findings == ()
+    assert result.fields is not None
+    assert len(result.fields["metadata"]) == 300

@@ -14,9 +14,21 @@ from skillindex.model import Finding, Severity
 MAX_FRONTMATTER_CHARS = 64 * 1024
 # Aliases make a small document describe a huge one (billion laughs); count nodes as if expanded.
 MAX_YAML_NODES = 10_000
+# Deeper values are refused: everything that later walks the fields (the JSON encoder, the
+# store, readers of the stored JSON) recurses, and real frontmatter nests a few levels at most.
+MAX_YAML_DEPTH = 100
+# The parser work one frontmatter may cost (its first parse and any line-by-line repair
+# together), in YAML events; real frontmatter needs a few dozen.
+MAX_YAML_EVENTS = 2_000
+# What one parse costs at the least (making a parser, failing), counted in events.
+PARSE_COST = 20
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_KEY_LINE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.\-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
+# Linear by construction: the key's characters, the blanks and the colon are disjoint classes, and
+# the value is everything after the colon (its blanks are stripped by str methods, not a pattern).
+_KEY_LINE = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*)[ \t]*:(.*)")
+# A line holding only `---` and blanks; `[^\S\n]` cannot run past the end of its line.
+_CLOSING = re.compile(r"^---[^\S\n]*$", re.MULTILINE)
 _BLOCK_INDICATOR = re.compile(r"^[|>][+-]?[0-9]?[+-]?$")
 
 
@@ -31,7 +43,19 @@ class Frontmatter:
 
 
 class _TooLarge(yaml.YAMLError):
-    pass
+    """A document refused for its size or shape; refused outright, never repaired line by line."""
+
+
+@dataclass(slots=True)
+class _Budget:
+    """The YAML events one frontmatter may cost, shared by its first parse and any repair."""
+
+    events: int = MAX_YAML_EVENTS
+
+    def charge(self, events: int) -> None:
+        self.events -= events
+        if self.events < 0:
+            raise _TooLarge(f"frontmatter holds more than {MAX_YAML_EVENTS // 2} YAML values")
 
 
 def _error(code: str, message: str) -> Finding:
@@ -58,16 +82,10 @@ def split(text: str) -> tuple[str, str] | Finding:
                       "SKILL.md does not start with a '---' frontmatter line")
     if not sep:
         return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
-    position = 0
-    while position <= len(rest):
-        end = rest.find("\n", position)
-        line = rest[position:] if end < 0 else rest[position:end]
-        if line.rstrip() == "---":
-            return rest[:position], ("" if end < 0 else rest[end + 1:])
-        if end < 0:
-            break
-        position = end + 1
-    return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
+    closing = _CLOSING.search(rest)
+    if closing is None:
+        return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
+    return rest[:closing.start()], rest[closing.end() + 1:]
 
 
 def body_of(data: bytes) -> str | None:
@@ -79,9 +97,10 @@ def body_of(data: bytes) -> str | None:
     return None if isinstance(parts, Finding) else parts[1]
 
 
-def _expanded_size(root: yaml.Node) -> int:
-    """Node count with every alias expanded, computed without expanding; cycles are refused."""
-    sizes: dict[int, int] = {}
+def _measure(root: yaml.Node) -> tuple[int, int, int]:
+    """(nodes with every alias expanded, nesting depth, distinct nodes), computed without
+    expanding anything and without recursion; a recursive alias is refused."""
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (expanded size, depth)
     active: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -89,10 +108,14 @@ def _expanded_size(root: yaml.Node) -> int:
         key = id(node)
         if children_done:
             active.discard(key)
-            total = 1 + sum(sizes[id(child)] for child in _children(node))
+            measured = [sizes[id(child)] for child in _children(node)]
+            total = 1 + sum(size for size, _depth in measured)
+            depth = 1 + max((child_depth for _size, child_depth in measured), default=0)
             if total > MAX_YAML_NODES:
                 raise _TooLarge(f"YAML expands to more than {MAX_YAML_NODES} nodes (alias bomb?)")
-            sizes[key] = total
+            if depth > MAX_YAML_DEPTH:
+                raise _TooLarge(_too_deep())
+            sizes[key] = (total, depth)
             continue
         if key in sizes:
             continue
@@ -101,7 +124,12 @@ def _expanded_size(root: yaml.Node) -> int:
         active.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
-    return sizes[id(root)]
+    size, depth = sizes[id(root)]
+    return size, depth, len(sizes)
+
+
+def _too_deep() -> str:
+    return f"frontmatter nests deeper than {MAX_YAML_DEPTH} levels"
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -112,16 +140,52 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def load_yaml(text: str) -> Any:
-    """Safe-load one YAML document, refusing documents whose aliases expand beyond a bound."""
+def _count_events(text: str, budget: _Budget) -> None:
+    """Walk the parser's events without building anything, refusing too many or too deep ones
+    before a (recursive, costlier) composer sees them."""
     loader = _Loader(text)
     try:
-        node = loader.get_single_node()
+        depth = events = 0
+        while loader.check_event():
+            event = loader.get_event()
+            events += 1
+            if events > budget.events:
+                budget.charge(events)
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise _TooLarge(_too_deep())
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str, budget: _Budget | None = None) -> Any:
+    """Safe-load one YAML document within a work budget, refusing documents that nest deeper
+    than MAX_YAML_DEPTH or whose aliases expand beyond MAX_YAML_NODES."""
+    budget = _Budget() if budget is None else budget
+    budget.charge(PARSE_COST)
+    # Every YAML value needs one of these indicators (or the document start), so they bound the
+    # events cheaply; only a document that could exceed the budget is counted event by event.
+    indicators = sum(text.count(mark) for mark in ":,-?[{")
+    loader = _Loader(text)
+    try:
+        if 6 * indicators + 10 > budget.events:
+            _count_events(text, budget)
+        try:
+            node = loader.get_single_node()
+        except RecursionError:  # the pure-Python composer, on nesting the count did not see
+            raise _TooLarge(_too_deep()) from None
         if node is None:
             return None
-        if "*" in text:  # without an alias nothing can expand; most frontmatter has none
-            _expanded_size(node)
+        _size, _depth, distinct = _measure(node)
+        budget.charge(2 * distinct)
         return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):  # libyaml's own bound, below ours or not
+            raise _TooLarge(_too_deep()) from None
+        raise
     finally:
         loader.dispose()
 
@@ -131,13 +195,15 @@ def _yaml_problem(exc: Exception) -> str:
     return text[:300] if text else type(exc).__name__
 
 
-def repair(text: str) -> dict[str, Any] | None:
+def repair(text: str, budget: _Budget | None = None) -> dict[str, Any] | None:
     """Read a frontmatter YAML rejected line by line, as lenient hosts do; None if still unreadable.
 
     A top-level `key: value` line keeps its value as a literal string unless that one line is
     valid YAML on its own; an indented block under a bare `key:` (or a block indicator such as
-    `key: |`) is parsed as YAML together with its key.
+    `key: |`) is parsed as YAML together with its key. A document over the work budget raises
+    _TooLarge (a YAMLError): it is refused, not read as text.
     """
+    budget = _Budget() if budget is None else budget
     lines = text.split("\n")
     fields: dict[str, Any] = {}
     index = 0
@@ -146,10 +212,13 @@ def repair(text: str) -> dict[str, Any] | None:
         index += 1
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        match = _KEY_LINE.match(line)
+        match = _KEY_LINE.fullmatch(line)
         if match is None:
             return None
-        key, value = match.group(1), match.group(2) or ""
+        key, rest = match.group(1), match.group(2)
+        if rest[:1] not in ("", " ", "\t"):
+            return None  # `key:value` is not a key line
+        value = rest.strip(" \t")
         block: list[str] = []
         while index < len(lines) and (not lines[index].strip() or lines[index][:1] in " \t"):
             block.append(lines[index])
@@ -158,8 +227,10 @@ def repair(text: str) -> dict[str, Any] | None:
             block.pop()
         if not value or _BLOCK_INDICATOR.match(value):
             try:
-                parsed = load_yaml("\n".join([f"{key}: {value}", *block, ""]))
-            except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+                parsed = load_yaml("\n".join([f"{key}: {value}", *block, ""]), budget)
+            except _TooLarge:
+                raise
+            except (yaml.YAMLError, ValueError, TypeError):
                 return None
             if not isinstance(parsed, dict) or key not in parsed:
                 return None
@@ -167,14 +238,16 @@ def repair(text: str) -> dict[str, Any] | None:
             continue
         if block:
             value = " ".join([value, *(part.strip() for part in block if part.strip())])
-        fields[key] = _line_value(key, value)
+        fields[key] = _line_value(key, value, budget)
     return fields
 
 
-def _line_value(key: str, value: str) -> Any:
+def _line_value(key: str, value: str, budget: _Budget) -> Any:
     try:
-        parsed = load_yaml(f"{key}: {value}")
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        parsed = load_yaml(f"{key}: {value}", budget)
+    except _TooLarge:
+        raise
+    except (yaml.YAMLError, ValueError, TypeError):
         return value
     if isinstance(parsed, dict) and key in parsed:
         return parsed[key]
@@ -194,13 +267,17 @@ def parse(data: bytes, *, lenient: bool) -> Frontmatter:
         return Frontmatter(None, body, (_error(
             "file-too-large", f"frontmatter is {len(head)} characters; the limit is "
             f"{MAX_FRONTMATTER_CHARS}"),))
+    budget = _Budget()
     try:
-        fields = load_yaml(head)
+        fields = load_yaml(head, budget)
     except _TooLarge as exc:
         return Frontmatter(None, body, (_error("yaml-invalid", str(exc)),))
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
         problem = _yaml_problem(exc)
-        repaired = repair(head) if lenient else None
+        try:
+            repaired = repair(head, budget) if lenient else None
+        except _TooLarge as too_large:
+            return Frontmatter(None, body, (_error("yaml-invalid", str(too_large)),))
         if repaired is None:
             return Frontmatter(None, body, (_error("yaml-invalid", f"invalid YAML: {problem}"),))
         warning = Finding("yaml-repaired", Severity.WARNING,

@@ -180,7 +180,7 @@ def _to_json(fields: dict[str, Any]) -> str:
     # when it must (keys that are not strings, or that cannot be sorted together).
     try:
         return json.dumps(fields, ensure_ascii=False, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # the parser bounds nesting; belt and braces
         pass
     try:
         return json.dumps(_plain(fields), ensure_ascii=False, sort_keys=True)
