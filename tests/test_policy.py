@@ -142,3 +142,44 @@ def test_plugin_names_are_qualified_after_validation() -> None:
 def test_rules_key_changes_with_what_decides_a_verdict() -> None:
     assert rules_key(spec()) != rules_key(spec(Validation.LENIENT))
     assert rules_key(spec()) != rules_key(spec(require_description=False))
+
+
+INVISIBLE_NAMES = {
+    "zero-width-space": "pdf\u200b",
+    "zero-width-joiner": "p\u200ddf",
+    "bidi-override": "\u202epdf",
+    "bidi-isolate": "pdf\u2066",
+    "byte-order-mark": "\ufeffpdf",
+    "tag-character": "pdf\U000e0041",
+    "soft-hyphen": "pd\u00adf",
+    "c1-control": "p\x85df",
+    "line-separator": "pdf\u2028x",
+    "nul": "p\x00df",
+}
+
+
+@pytest.mark.parametrize("mode", [Validation.STRICT, Validation.LENIENT])
+@pytest.mark.parametrize("name", INVISIBLE_NAMES.values(), ids=INVISIBLE_NAMES.keys())
+def test_invisible_and_control_characters_reject_a_name_in_every_mode(
+        name: str, mode: Validation) -> None:
+    quoted = "".join(char if " " <= char <= "~" and char not in '"\\' else f"\\U{ord(char):08x}"
+                     for char in name)
+    result = verdict(f'name: "{quoted}"\ndescription: d\n', root=spec(mode))
+    assert result.status is Status.REJECTED
+    assert "name-invalid" in errors(result)
+    assert result.name is None
+
+
+@pytest.mark.parametrize("dir_name", ["pdf\u200b", "pdf\udcff"], ids=["zero-width", "not-utf8"])
+def test_a_name_taken_from_its_directory_obeys_the_same_rule(dir_name: str) -> None:
+    result = verdict("description: d\n", dir_name=dir_name, root=spec(Validation.LENIENT))
+    assert result.status is Status.REJECTED
+    assert "name-invalid" in errors(result)
+
+
+@pytest.mark.parametrize("name", ["café", "pdf-工具"], ids=["accent", "cjk"])
+def test_visible_letters_of_any_script_are_only_a_lenient_warning(name: str) -> None:
+    result = verdict(f"name: {name}\ndescription: d\n", dir_name=name,
+                     root=spec(Validation.LENIENT))
+    assert result.status is Status.ACCEPTED
+    assert warnings(result) == ["name-invalid"]

@@ -131,8 +131,8 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "dir_path": scan.directory,
         "skill_path": os.path.join(scan.directory, ENTRY),
         "real_path": scan.real_dir,
-        "name": verdict.name,
-        "description": verdict.description,
+        "name": storable(verdict.name),
+        "description": storable(verdict.description),
         "status": verdict.status.value,
         "enabled": verdict.enabled,
         "frontmatter": None if fields is None else _to_json(fields),
@@ -145,17 +145,26 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "sha256": scan.entry_sha256,
     }
     findings: list[Row] = [
-        {"code": f.code, "severity": f.severity.value, "message": f.message, "path": None,
-         "line": None} for f in (*verdict.findings, *scan.walk_findings)]
+        {"code": f.code, "severity": f.severity.value, "message": storable(f.message),
+         "path": None, "line": None} for f in (*verdict.findings, *scan.walk_findings)]
     findings += [{"code": found.code, "severity": Severity.WARNING.value,
-                  "message": f"{found.path}:{found.line}: {found.message}" if found.line
-                  else f"{found.path}: {found.message}", "path": found.path, "line": found.line}
+                  "message": storable(f"{found.path}:{found.line}: {found.message}"
+                                      if found.line else f"{found.path}: {found.message}"),
+                  "path": storable(found.path), "line": found.line}
                  for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
     resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
                   "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
                   "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks}
                  for r in scan.resources]
     return row, findings, resources
+
+
+def storable(text: str | None) -> str | None:
+    """Text a column of either backend can hold: PostgreSQL refuses NUL, so it is written as
+    `\\x00` (a NUL in a field also rejects the candidate, see policy)."""
+    if text is None or "\x00" not in text:
+        return text
+    return text.replace("\x00", "\\x00")
 
 
 def _plain(value: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +18,17 @@ KNOWN_FIELDS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "enabled"}
 )
 # Bumped whenever a rule changes, so that a reindex re-judges files it would otherwise skip.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_UNSAFE_NAME = re.compile(r"[/\x00-\x1f\x7f]")
+_UNSAFE_ASCII = re.compile(r"[/\x00-\x1f\x7f]")
+# Characters no name may hold in any mode: they are invisible, reorder text or break lines, so
+# `pdf` and `pdf\u200b` would look like one skill and be two. Controls, format characters
+# (zero-width, bidi, tags), lone surrogates (bytes that were not UTF-8), line separators.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Control characters in any field: NUL cannot be stored as text (PostgreSQL refuses it) and
+# rejects; the others (not TAB or LF, which YAML text holds) are kept exactly and warned about.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +38,14 @@ class Verdict:
     enabled: bool
     status: Status
     findings: tuple[Finding, ...]
+
+
+def unsafe_name(name: str) -> bool:
+    """Whether a name holds `/` or a character no name may hold in any validation mode."""
+    if _UNSAFE_ASCII.search(name):
+        return True
+    return not name.isascii() and any(
+        unicodedata.category(char) in _UNSAFE_CATEGORIES for char in name)
 
 
 def rules_key(root: RootSpec) -> str:
@@ -52,6 +68,7 @@ def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
     description = _judge_description(fields, root.require_description, spec, findings)
     enabled = _judge_enabled(fields, findings)
     _judge_optional(fields, spec, findings)
+    _judge_controls(fields, findings)
     for key in sorted(set(fields) - KNOWN_FIELDS):
         findings.append(Finding("unknown-field", Severity.WARNING,
                                 f"unknown frontmatter field {key!r} kept as metadata"))
@@ -72,9 +89,10 @@ def _judge_name(fields: dict[str, Any], dir_name: str, spec: Severity,
                                 f"name must be a string, not {type(raw).__name__}"))
         return None
     name = raw.strip()
-    if not name or _UNSAFE_NAME.search(name):
-        findings.append(Finding("name-invalid", Severity.ERROR,
-                                f"name {raw!r} is empty or holds '/' or control characters"))
+    if not name or unsafe_name(name):
+        findings.append(Finding(
+            "name-invalid", Severity.ERROR,
+            f"name {raw!r} is empty or holds '/', control or invisible characters"))
         return None
     if len(name) > MAX_NAME:
         findings.append(Finding("name-too-long", spec,
@@ -140,3 +158,38 @@ def _judge_optional(fields: dict[str, Any], spec: Severity, findings: list[Findi
     ):
         findings.append(Finding("field-type", spec,
                                 "metadata must be a mapping of strings to strings"))
+
+
+def _judge_controls(fields: dict[str, Any], findings: list[Finding]) -> None:
+    for key, value in fields.items():
+        found = _controls(key, value)
+        if not found:
+            continue
+        if "\x00" in found:
+            findings.append(Finding(
+                "control-character", Severity.ERROR,
+                f"field {key!r} holds NUL (U+0000), which cannot be stored as text"))
+        else:
+            codes = ", ".join(f"U+{ord(char):04X}" for char in sorted(found))
+            findings.append(Finding(
+                "control-character", Severity.WARNING,
+                f"field {key!r} holds control characters ({codes}); kept, shown escaped"))
+
+
+def _controls(key: str, value: Any) -> set[str]:
+    """The control characters in a field: its key, and every key and string inside its value."""
+    found: set[str] = set(_CONTROL.findall(key))
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(_CONTROL.findall(item))
+        elif isinstance(item, dict | list | tuple | set | frozenset) and id(item) not in seen:
+            seen.add(id(item))  # aliases share objects: each is read once
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+    return found

@@ -59,15 +59,17 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         except OSError as exc:
             raise ConfigError(f"cannot create the database {path}: {exc.strerror}") from exc
     try:
+        # hide_parameters: not even a logged or re-raised error carries what a skill file said.
         if parsed.get_backend_name() == "sqlite":
-            engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+            engine = create_engine(parsed, hide_parameters=True,
+                                   connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
             _configure_sqlite(engine)
         elif parsed.get_backend_name() == "postgresql":
             # The application name tells a DBA which sessions (and advisory locks) are ours.
-            engine = create_engine(parsed, pool_pre_ping=True,
+            engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True,
                                    connect_args={"application_name": "skillindex"})
         else:
-            engine = create_engine(parsed, pool_pre_ping=True)
+            engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True)
     except ImportError as exc:
         hint = (" (install it with: pip install 'skillindex[postgresql]')"
                 if parsed.get_backend_name() == "postgresql" else "")
