@@ -16,6 +16,17 @@ from skillindex.model import Limits, RiskPolicy, Scope, Validation
 COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
 DEFAULT_INDEX = "default"
 DEFAULT_REINDEX_TIMEOUT_S = 600.0
+# The longest wait PostgreSQL's lock_timeout (an int4 of milliseconds) can express, ~24.8 days.
+MAX_REINDEX_TIMEOUT_S = (2**31 - 1) // 1000
+INT32 = (-(2**31), 2**31 - 1)  # the store keeps precedence and max_depth in INTEGER columns
+# The allowed range of every whole-number setting: what the store and the system calls can hold.
+INTEGER_RANGES = {
+    "precedence": INT32,
+    "max_depth": (1, INT32[1]),
+    "max_skill_files": (1, INT32[1]),
+    "max_file_bytes": (1, 2**63 - 1),
+    "max_skill_bytes": (1, 2**63 - 1),
+}
 MIB = 1 << 20
 
 
@@ -236,9 +247,20 @@ def check_index_name(value: Any, *, source: str | None = None) -> str:
 
 
 def _seconds(value: Any, source: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ConfigError(f"{key} must be a number of seconds, 0 or more", source=source, key=key)
+    # `not 0 <= value <= MAX` also refuses NaN; infinity and huge numbers exceed MAX.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            0 <= value <= MAX_REINDEX_TIMEOUT_S):
+        raise ConfigError(f"{key} must be a number of seconds from 0 to "
+                          f"{MAX_REINDEX_TIMEOUT_S}", source=source, key=key)
     return float(value)
+
+
+def _integer(value: Any, name: str, source: str, label: str) -> int:
+    low, high = INTEGER_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{label} must be a whole number from {low} to {high}",
+                          source=source, key=name)
+    return value
 
 
 def _convert(name: str, value: Any, default: Any, source: str, label: str) -> Any:
@@ -251,10 +273,7 @@ def _convert(name: str, value: Any, default: Any, source: str, label: str) -> An
             raise ConfigError(f"{label} must be true or false", source=source, key=name)
         return value
     if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{label} must be a whole number, 1 or more", source=source,
-                              key=name)
-        return value
+        return _integer(value, name, source, label)
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{label} must be a list of strings", source=source, key=name)
@@ -301,11 +320,7 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
             values[key] = entry[key]
     for key in ("precedence", "max_depth"):
         if key in entry:
-            if not isinstance(entry[key], int) or isinstance(entry[key], bool):
-                raise ConfigError(f"{label}.{key} must be an integer", source=source, key=key)
-            values[key] = entry[key]
-    if values.get("max_depth", 1) < 1:
-        raise ConfigError(f"{label}.max_depth must be at least 1", source=source, key="max_depth")
+            values[key] = _integer(entry[key], key, source, f"{label}.{key}")
     for key in ("require_description", "allow_hardlinks"):
         if key in entry:
             if not isinstance(entry[key], bool):

@@ -55,6 +55,15 @@ class ReindexBusyError(SkillIndexError):
         self.waited = waited
 
 
+class ReindexLockLostError(StoreError):
+    """Another process took this reindex's lock over as stale; the reindex wrote nothing."""
+
+    def __init__(self, index_name: str) -> None:
+        super().__init__(f"lost the reindex lock of index {index_name!r} (another process took "
+                         "it over as stale); nothing was written")
+        self.index_name = index_name
+
+
 class NotFoundError(SkillIndexError):
     """A skill, resource or run that was asked for does not exist."""
 

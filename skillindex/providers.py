@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillindex.config import Environment, Settings
+from skillindex.index.policy import unsafe_name
 from skillindex.model import RootSpec, ScanProblem, Scope, Validation
 
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
@@ -21,6 +23,8 @@ ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX})
 CODEX_MAX_DEPTH = 3
 # The seed walks at most this many ancestors when it looks for context files.
 MAX_ANCESTORS = 20
+# installed_plugins.json lists a few dozen plugins; anything this large is not that file.
+MAX_REGISTRY_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +113,28 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
     """(plugin name, install path) of every entry of Claude Code's installed_plugins.json:
     version 1 maps `name@marketplace` to one entry, version 2 to a list of entries."""
     registry = env.home / ".claude" / "plugins" / "installed_plugins.json"
+
+    def problem(message: str) -> None:
+        problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable", message))
+
     try:
-        document = json.loads(registry.read_text(encoding="utf-8"))
+        data = _read_registry(registry)
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:
-        problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable",
-                                    f"cannot read installed plugins: {exc}"))
+    except OSError as exc:
+        problem(f"cannot read installed plugins: {exc.strerror or exc}")
+        return []
+    if data is None:
+        problem(f"installed_plugins.json is not a regular file of at most "
+                f"{MAX_REGISTRY_BYTES} bytes; not read")
+        return []
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except RecursionError:  # every command plans its roots: this must not stop any of them
+        problem("installed_plugins.json nests too deeply to read")
+        return []
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
+        problem(f"cannot read installed plugins: {exc}")
         return []
     plugins = document.get("plugins") if isinstance(document, dict) else None
     if not isinstance(plugins, dict):
@@ -126,11 +145,14 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
     for key, entries in sorted(plugins.items()):
         # A plugin id is `name@marketplace`; a name may itself hold `@`, the marketplace not.
         plugin = str(key).rpartition("@")[0] or str(key)
+        if unsafe_name(plugin) or ":" in plugin:
+            # The plugin name prefixes every skill name: it obeys the rules of a name.
+            problem(f"plugin {key!r} has a name with '/', ':', control or invisible characters")
+            continue
         for entry in entries if isinstance(entries, list) else [entries]:
             install = entry.get("installPath") if isinstance(entry, dict) else None
-            if not isinstance(install, str) or not install:
-                problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable",
-                                            f"plugin {key} has an entry without installPath"))
+            if not isinstance(install, str) or not install or "\x00" in install:
+                problem(f"plugin {key!r} has an entry without a usable installPath")
                 continue
             path = Path(install)
             if install == "~" or install.startswith("~/"):
@@ -139,6 +161,16 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
                 path = registry.parent / path
             found.append((plugin, Path(os.path.normpath(path))))
     return found
+
+
+def _read_registry(path: Path) -> bytes | None:
+    """The registry's bytes; None when it is not a regular file or is larger than the bound
+    (a FIFO would block every command, a huge file would fill memory)."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        return None
+    with path.open("rb") as handle:
+        data = handle.read(MAX_REGISTRY_BYTES + 1)
+    return None if len(data) > MAX_REGISTRY_BYTES else data
 
 
 def plan_roots(settings: Settings, env: Environment) -> RootPlan:

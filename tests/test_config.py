@@ -4,7 +4,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from skillindex.cli import cli
 from skillindex.config import Environment, Settings, database_url, load_settings, parse_settings
 from skillindex.errors import ConfigError
 from skillindex.model import Limits, Scope, Validation
@@ -57,13 +59,15 @@ def test_roots_and_aliases() -> None:
         ({"roots": [{"path": "/x", "colour": "red"}]}, "roots[1].colour"),
         ({"roots": [{"scope": "user"}]}, "roots[1].path"),
         ({"roots": [{"path": "/x", "scope": "galaxy"}]}, "galaxy"),
-        ({"roots": [{"path": "/x", "precedence": "high"}]}, "precedence must be an integer"),
-        ({"roots": [{"path": "/x", "max_depth": 0}]}, "max_depth must be at least 1"),
+        ({"roots": [{"path": "/x", "precedence": "high"}]},
+         "roots[1].precedence must be a whole number from -2147483648 to 2147483647"),
+        ({"roots": [{"path": "/x", "max_depth": 0}]},
+         "roots[1].max_depth must be a whole number from 1 to 2147483647"),
         ({"skills": {"enabled": "yes"}}, "skills.enabled must be true or false"),
         ({"skills": {"ignored_skills": "x"}}, "list of strings"),
         ({"skills": {"collision_policy": "random"}}, "collision_policy must be one of"),
         ({"index": "x" * 101}, "index must be a non-empty name"),
-        ({"reindex_timeout": -1}, "reindex_timeout must be a number of seconds"),
+        ({"reindex_timeout": -1}, "reindex_timeout must be a number of seconds from 0 to"),
         ({"reindex_timeout": "10m"}, "reindex_timeout must be a number of seconds"),
     ],
     ids=["unknown-skill-key", "unknown-table", "unknown-root-key", "root-without-path",
@@ -132,3 +136,63 @@ def test_size_limits_and_hard_links_are_settings(tmp_path: Path) -> None:
 def test_bad_limits_are_settings_errors(document: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         parse_settings(document, source="cfg.toml")
+
+
+@pytest.mark.parametrize(
+    ("document", "key", "message"),
+    [
+        ({"roots": [{"path": "/x", "precedence": 99999999999999999999999}]}, "precedence",
+         "roots[1].precedence must be a whole number from -2147483648 to 2147483647"),
+        ({"roots": [{"path": "/x", "precedence": -(2**31) - 1}]}, "precedence",
+         "roots[1].precedence must be a whole number from -2147483648 to 2147483647"),
+        ({"roots": [{"path": "/x", "max_depth": 2**31}]}, "max_depth",
+         "roots[1].max_depth must be a whole number from 1 to 2147483647"),
+        ({"reindex_timeout": float("inf")}, "reindex_timeout",
+         "reindex_timeout must be a number of seconds from 0 to 2147483"),
+        ({"reindex_timeout": float("nan")}, "reindex_timeout", "from 0 to 2147483"),
+        ({"reindex_timeout": -0.5}, "reindex_timeout", "from 0 to 2147483"),
+        ({"reindex_timeout": 10**400}, "reindex_timeout", "from 0 to 2147483"),
+        ({"skills": {"max_skill_files": 2**31}}, "max_skill_files",
+         "skills.max_skill_files must be a whole number from 1 to 2147483647"),
+        ({"skills": {"max_file_bytes": 2**63}}, "max_file_bytes",
+         "skills.max_file_bytes must be a whole number from 1 to 9223372036854775807"),
+        ({"skills": {"max_skill_bytes": 0}}, "max_skill_bytes", "from 1 to"),
+    ],
+    ids=["huge-precedence", "precedence-below-int32", "huge-depth", "infinite-timeout",
+         "nan-timeout", "negative-timeout", "huge-integer-timeout", "huge-file-count",
+         "huge-file-bytes", "zero-skill-bytes"])
+def test_numbers_out_of_range_are_settings_errors_naming_key_and_range(
+        document: dict[str, object], key: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(document, source="cfg.toml")
+    assert message in str(caught.value)
+    assert caught.value.key == key
+
+
+def test_the_extremes_of_each_range_are_accepted() -> None:
+    settings = parse_settings({
+        "reindex_timeout": 2147483,
+        "roots": [{"path": "/x", "precedence": 2**31 - 1, "max_depth": 2**31 - 1},
+                  {"path": "/y", "precedence": -(2**31)}]})
+    assert settings.reindex_timeout == 2147483.0
+    assert [root.precedence for root in settings.roots] == [2**31 - 1, -(2**31)]
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("precedence = 99999999999999999999999", "roots[1].precedence"),
+    ("max_depth = 99999999999999999999999", "roots[1].max_depth")])
+def test_the_command_line_reports_an_out_of_range_number_as_a_settings_error(
+        tmp_path: Path, line: str, key: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{tmp_path}"\n{line}\n')
+    for timeout in ("inf", "nan"):
+        (tmp_path / "timeout.toml").write_text(f"reindex_timeout = {timeout}\n")
+        result = CliRunner().invoke(cli, ["--config", str(tmp_path / "timeout.toml"), "--db",
+                                          str(tmp_path / "db.sqlite"), "reindex"])
+        assert result.exit_code == 2, result.output
+        assert "reindex_timeout must be a number of seconds from 0 to" in result.stderr
+    result = CliRunner().invoke(cli, ["--config", str(config), "--db",
+                                      str(tmp_path / "db.sqlite"), "reindex"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert f"{key} must be a whole number from" in result.stderr

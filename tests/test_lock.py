@@ -20,7 +20,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from skillindex.cli import cli
-from skillindex.errors import ReindexBusyError, StoreError
+from skillindex.errors import ReindexBusyError, ReindexLockLostError, StoreError
 from skillindex.store import lock
 from skillindex.store.engine import make_engine
 from skillindex.store.models import Candidate, IndexRun, ReindexLock, Resource
@@ -312,3 +312,46 @@ def test_concurrent_reindex_processes_take_turns_and_readers_see_whole_indexes(
         assert [(run_seen, finished is not None) for run_seen, finished in runs] == [
             (count, True), (count, True)]
         assert session.scalar(select(func.count()).select_from(ReindexLock)) == 0
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite"])  # the lease can be taken over on SQLite only
+def test_a_stale_reindexer_whose_skills_were_written_meanwhile_reports_the_lost_lock(
+        tmp_path: Path, open_index: OpenIndex, db_url: str) -> None:
+    write_skill(tmp_path / "skills", "pdf")
+    first = open_index(tmp_path / "skills")
+    second = open_index(tmp_path / "skills")
+    other = make_engine(db_url)
+
+    def taken_over_and_reindexed(_done: int, _expected: int | None, _root: str) -> None:
+        # The first reindexer stalls past its lease; the second takes the lock over as stale
+        # and writes the same skills before the first one comes back to write its own.
+        with other.begin() as connection:
+            connection.execute(update(ReindexLock).values(
+                expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        second.reindex(wait=False)
+
+    with pytest.raises(ReindexLockLostError, match="lost the reindex lock"):
+        first.reindex(progress=taken_over_and_reindexed)
+    other.dispose()
+    with Session(first.engine) as session:
+        assert session.scalar(select(func.count()).select_from(IndexRun)) == 1
+        assert session.scalar(select(func.count()).select_from(Candidate)) == 1
+
+
+def test_a_reindex_waiting_without_end_waits_until_the_holder_finishes(
+        tmp_path: Path, open_index: OpenIndex, db_url: str) -> None:
+    # An infinite wait used to overflow PostgreSQL's lock_timeout before waiting at all.
+    write_skill(tmp_path / "skills", "pdf")
+    index = open_index(tmp_path / "skills")
+    with held_in_a_thread(db_url) as release:
+        threading.Timer(0.5, release.set).start()
+        report = index.reindex(timeout=float("inf"))
+    assert report.added == 1
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    (0.0, 1), (0.0004, 1), (1.5, 1500), (2**31, lock.MAX_LOCK_TIMEOUT_MS),
+    (float("inf"), lock.MAX_LOCK_TIMEOUT_MS), (float("nan"), lock.MAX_LOCK_TIMEOUT_MS)])
+def test_lock_timeout_in_milliseconds_stays_in_the_int4_range(seconds: float,
+                                                              expected: int) -> None:
+    assert lock.lock_timeout_ms(seconds) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -355,3 +356,50 @@ def test_allow_hardlinks_comes_from_the_root_or_else_from_skills(tmp_path: Path)
     allowed = {spec.path.name: spec.allow_hardlinks for spec in plan_roots(settings, w.env).roots}
     assert allowed == {"a": True, "b": False}
     assert all(not spec.allow_hardlinks for spec in plan_roots(Settings(), w.env).roots)
+
+
+def test_a_deeply_nested_plugin_registry_is_a_problem_in_every_command(tmp_path: Path) -> None:
+    w = make_world(tmp_path)
+    registry = w.home / ".claude" / "plugins" / "installed_plugins.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text('{"plugins": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    write_skill(w.home / ".claude" / "skills", "pdf")
+    plan = plan_roots(Settings(), w.env)
+    assert [(p.code, p.message) for p in plan.problems] == [
+        ("plugins-unreadable", "installed_plugins.json nests too deeply to read")]
+    reindexed = w.run("reindex")
+    assert reindexed.exit_code == 0, reindexed.output
+    assert "nests too deeply" in reindexed.stderr
+    for command in (["list"], ["roots"], ["catalog"], ["read", "skill://pdf"]):
+        result = w.run(*command)
+        assert result.exit_code == 0, (command, result.output)
+    assert w.run("read", "skill://pdf").stdout == "# Body\n"
+
+
+@pytest.mark.parametrize(
+    ("plugins", "message"),
+    [({"pd\u200bf@market": {"installPath": "/opt/p"}}, "control or invisible characters"),
+     ({"a/b@market": {"installPath": "/opt/p"}}, "control or invisible characters"),
+     ({"pdf@market": {"installPath": "/opt/\u0000p"}}, "without a usable installPath")],
+    ids=["invisible-name", "slash-name", "nul-in-path"])
+def test_plugins_with_unusable_names_or_paths_are_left_out(tmp_path: Path,
+                                                          plugins: dict[str, object],
+                                                          message: str) -> None:
+    w = make_world(tmp_path)
+    registry = w.home / ".claude" / "plugins" / "installed_plugins.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text(json.dumps({"version": 1, "plugins": plugins}), encoding="utf-8")
+    plan = plan_roots(Settings(), w.env)
+    assert not [s for s in plan.roots if s.provider == "claude-plugins"]
+    assert [p.code for p in plan.problems] == ["plugins-unreadable"]
+    assert message in plan.problems[0].message
+    assert w.run("reindex").exit_code == 0
+
+
+def test_a_plugin_registry_that_is_a_fifo_is_not_read(tmp_path: Path) -> None:
+    w = make_world(tmp_path)
+    registry = w.home / ".claude" / "plugins" / "installed_plugins.json"
+    registry.parent.mkdir(parents=True)
+    os.mkfifo(registry)
+    plan = plan_roots(Settings(), w.env)  # reading it would block for ever
+    assert [p.code for p in plan.problems] == ["plugins-unreadable"]

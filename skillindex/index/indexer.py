@@ -25,6 +25,7 @@ from skillindex.index.scanner import (
 )
 from skillindex.model import IndexReport, RootSpec, ScanProblem, Severity, Status
 from skillindex.store import queries
+from skillindex.store.engine import IMMEDIATE
 from skillindex.store.lock import HeldLock
 from skillindex.store.queries import RootWrite
 from skillindex.store.staging import Stage
@@ -46,17 +47,21 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                 roots, known, stage, extra_problems=extra_problems, progress=progress,
                 lookup=lambda candidate_id: queries.manifest(reader, candidate_id))
             reader.close()  # its snapshot is not needed for the write
+            # On SQLite the write lock is taken at BEGIN, so the lock check below cannot be
+            # overtaken by another writer before this transaction commits.
+            connection.execution_options(**IMMEDIATE)
             with connection.begin():
                 session = Session(bind=connection)
+                if lock is not None:
+                    # Before any write: a reindex whose lock was taken over as stale may find
+                    # its skills written meanwhile, and must say so, not fail on a duplicate.
+                    lock.verify(session)
                 run_id = queries.apply_reindex(
                     session, index_name=index_name, started_at=started,
                     finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
                     roots=writes, stage=stage,
                     counts={k: v for k, v in counts.items() if k != "rejudged"},
                     duration_s=time.perf_counter() - clock)
-                if lock is not None:
-                    # After the first write, when SQLite has granted the write lock.
-                    lock.verify(session)
                 session.close()
         finally:
             stage.drop()

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from skillindex.errors import ReindexBusyError, StoreError
+from skillindex.errors import ReindexBusyError, ReindexLockLostError
 from skillindex.store.engine import IMMEDIATE
 from skillindex.store.models import ReindexLock
 
@@ -46,8 +46,7 @@ class HeldLock:
         token = session.scalar(
             select(ReindexLock.token).where(ReindexLock.index_name == self.index_name))
         if token != self.token:
-            raise StoreError(f"lost the reindex lock of index {self.index_name!r} (another "
-                             "process took it over as stale); nothing was written")
+            raise ReindexLockLostError(self.index_name)
 
 
 @contextmanager
@@ -121,6 +120,15 @@ def advisory_key(index_name: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def lock_timeout_ms(timeout: float) -> int:
+    """A wait in seconds as PostgreSQL's lock_timeout: at least 1 ms, at most what an int4 holds
+    (an infinite wait, or a NaN, waits that long)."""
+    milliseconds = timeout * 1000
+    if not milliseconds < MAX_LOCK_TIMEOUT_MS:
+        return MAX_LOCK_TIMEOUT_MS
+    return max(1, int(milliseconds))
+
+
 @contextmanager
 def _advisory_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
                    on_wait: OnWait | None) -> Iterator[HeldLock]:
@@ -137,7 +145,7 @@ def _advisory_lock(engine: Engine, index_name: str, *, wait: bool, timeout: floa
                 raise ReindexBusyError(index_name, holder)
             if on_wait is not None:
                 on_wait(holder)
-            milliseconds = max(1, min(MAX_LOCK_TIMEOUT_MS, int(timeout * 1000)))
+            milliseconds = lock_timeout_ms(timeout)
             try:
                 with connection.begin():
                     connection.execute(select(func.set_config("lock_timeout", f"{milliseconds}ms",
