@@ -3,8 +3,8 @@
 Each shape fills the frontmatter limit with what makes a parser or a pattern work hardest (long
 runs of blanks in a repaired line, thousands of keys or values to re-read, nesting to libyaml's
 limit, control characters), and is judged as a reindex judges it (`frontmatter.parse`, then
-`policy.judge`, lenient and strict). Prints the best CPU time of several runs per shape, and its ratio to
-the typical frontmatter measured in the same run.
+`policy.judge`, lenient and strict). Prints the best CPU time of several runs per shape, and its
+ratio to the typical frontmatter measured in the same run.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from skillindex.index import frontmatter, policy
@@ -59,23 +60,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per shape (the best counts)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
-    results = []
+    measured: list[tuple[str, int, float]] = []
     for label, head in shapes().items():
         data = f"---\n{head}---\nbody\n".encode()
         assert len(head) <= frontmatter.MAX_FRONTMATTER_CHARS, label
-        results.append({"shape": label, "chars": len(head),
-                        "seconds": best_of(lambda data=data: judge_all(data), args.repeat)})
-    baseline = results[0]["seconds"]
-    for result in results:
-        result["ratio"] = result["seconds"] / baseline
+        measured.append((label, len(head), best_of(partial(judge_all, data), args.repeat)))
+    baseline = measured[0][2]
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps([{"shape": label, "chars": chars, "seconds": seconds,
+                           "ratio": seconds / baseline} for label, chars, seconds in measured],
+                         indent=2))
         return
-    print("| shape (judged lenient and strict) | chars | time | ratio to typical |")
+    print("| shape (judged lenient and strict) | chars | CPU time | ratio to typical |")
     print("|---|---:|---:|---:|")
-    for result in results:
-        print(f"| {result['shape']} | {result['chars']:,} | {result['seconds'] * 1000:.2f} ms "
-              f"| {result['ratio']:.0f}x |")
+    for label, chars, seconds in measured:
+        print(f"| {label} | {chars:,} | {seconds * 1000:.2f} ms | {seconds / baseline:.0f}x |")
 
 
 if __name__ == "__main__":

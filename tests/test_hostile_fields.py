@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from skillindex.api import SkillIndex
 from skillindex.config import Environment
 from skillindex.errors import StoreError
+from skillindex.index import frontmatter
 from skillindex.model import Status, Validation
 from tests.conftest import OpenIndex, root_settings, write_skill
 
@@ -120,3 +122,19 @@ def test_a_failed_write_names_the_cause_in_one_line_without_the_skills_text(
     assert "\n" not in message.strip()
     assert "TOP-SECRET" not in message
     assert "INSERT" not in message
+
+
+def test_a_lone_surrogate_from_the_pure_python_parser_rejects_the_skill(
+        tmp_path: Path, open_index: OpenIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where libyaml is missing, PyYAML turns the escape "\ud800" into a lone surrogate, which
+    # neither backend can store as text.
+    monkeypatch.setattr(frontmatter, "_Loader", yaml.SafeLoader)
+    root = tmp_path / "skills"
+    write_skill(root, "good")
+    write_skill(root, "bad", 'name: bad\ndescription: "a\\ud800b"\nmetadata: {k: "\\udcff"}\n')
+    index = open_index(root, validation=Validation.LENIENT)
+    index.reindex()
+    assert outcome(index, "good") == (Status.ACCEPTED, [])
+    assert outcome(index, "bad") == (Status.REJECTED, ["control-character", "control-character"])
+    [bad] = [c for c in index.candidates() if c.directory.name == "bad"]
+    assert bad.description == "a\\ud800b"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -164,12 +165,23 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
     return row, findings, resources
 
 
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def _escape_unstorable(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, carried by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def storable(text: str | None) -> str | None:
-    """Text a column of either backend can hold: PostgreSQL refuses NUL, so it is written as
-    `\\x00` (a NUL in a field also rejects the candidate, see policy)."""
-    if text is None or "\x00" not in text:
+    """Text a column of either backend can hold: PostgreSQL refuses NUL and neither takes a lone
+    surrogate, so they are written as escapes (`\\x00`, `\\ud800`, `\\xff` for a byte that was
+    not UTF-8); a field holding one is rejected by the policy."""
+    if text is None or (text.isascii() and "\x00" not in text):
         return text
-    return text.replace("\x00", "\\x00")
+    return _UNSTORABLE.sub(_escape_unstorable, text)
 
 
 def _plain(value: Any) -> Any:
@@ -190,6 +202,18 @@ def _json_default(value: Any) -> Any:
 
 
 def _to_json(fields: dict[str, Any]) -> str:
+    text = _json_text(fields)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (rejected by the policy) as a JSON escape: storable, and exact.
+        return json.dumps(json.loads(text), sort_keys=True)
+    return text
+
+
+def _json_text(fields: dict[str, Any]) -> str:
     # Most frontmatter is JSON already: let the C encoder try first, and rewrite the value only
     # when it must (keys that are not strings, or that cannot be sorted together).
     try:

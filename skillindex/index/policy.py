@@ -28,7 +28,9 @@ _UNSAFE_ASCII = re.compile(r"[/\x00-\x1f\x7f]")
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # Control characters in any field: NUL cannot be stored as text (PostgreSQL refuses it) and
 # rejects; the others (not TAB or LF, which YAML text holds) are kept exactly and warned about.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A lone surrogate (only the pure-Python YAML parser lets a `\\ud800` escape make one) is not
+# text either and is judged like NUL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,10 +167,11 @@ def _judge_controls(fields: dict[str, Any], findings: list[Finding]) -> None:
         found = _controls(key, value)
         if not found:
             continue
-        if "\x00" in found:
+        unstorable = sorted(char for char in found if char == "\x00" or char >= "\ud800")
+        if unstorable:
             findings.append(Finding(
                 "control-character", Severity.ERROR,
-                f"field {key!r} holds NUL (U+0000), which cannot be stored as text"))
+                f"field {key!r} holds U+{ord(unstorable[0]):04X}, which cannot be stored as text"))
         else:
             codes = ", ".join(f"U+{ord(char):04X}" for char in sorted(found))
             findings.append(Finding(
