@@ -6,7 +6,7 @@ from alembic import context
 
 from skillindex.config import Environment, database_url
 from skillindex.store.engine import make_engine
-from skillindex.store.models import Base
+from skillindex.store.models import Base, modelled
 
 config = context.config
 target_metadata = Base.metadata
@@ -30,6 +30,7 @@ def _run(connection: object) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        include_object=modelled,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -50,6 +50,7 @@ from skillindex.model import (
     RiskFinding,
     RiskPolicy,
     RootState,
+    SearchMatch,
     SessionLevels,
     SkillCommand,
     SkillManifest,
@@ -57,7 +58,7 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, lockfile, resolve, trust
+from skillindex.query import disclose, lockfile, resolve, search, trust
 from skillindex.query.catalog import FORMATS, Catalog, CatalogItem
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
@@ -67,7 +68,9 @@ from skillindex.query.contextfiles import find_context_files
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key
 from skillindex.query.resolve import Explanation, Resolution, Winner
+from skillindex.query.search import SearchHit
 from skillindex.store import audit, grants, migrate, queries
+from skillindex.store import search as store_search
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
@@ -349,6 +352,38 @@ class SkillIndex:
         if explanation is None:
             raise SkillNotFoundError(name, hint=self.staleness())
         return explanation
+
+    def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
+        """The winners of this directory that match `query`, best first (at most `limit`).
+
+        Any text may be given: its words are looked up, never parsed as query syntax; a text
+        without a letter or digit raises SearchQueryError.
+        """
+        if limit < 1:
+            raise ConfigError(f"limit must be 1 or more, not {limit}")
+        words = search.terms(query)
+        rules = resolve.Rules.from_settings(self.settings)
+        wanted = limit * 2 + 8  # room for matches that resolution sets aside
+        with self._session() as session:
+            while True:
+                matches = self._matches(session, words, limit=wanted)
+                # Only the candidates sharing a matched name can bear on whether it wins.
+                found = queries.candidates(session, self.index_name, self._root_paths(),
+                                           names=sorted({m.name for m in matches}),
+                                           all_findings=False)
+                hits = search.winning_hits(
+                    matches, resolve.resolve(found, self.plan.roots, rules))
+                if len(hits) >= limit or len(matches) < wanted:
+                    return hits[:limit]
+                wanted *= 4
+
+    def _matches(self, session: Session, words: Sequence[str], *,
+                 limit: int | None) -> list[SearchMatch]:
+        try:
+            return store_search.matches(session, self.index_name, self._root_paths(), words,
+                                        limit=limit)
+        except SQLAlchemyError as exc:
+            raise store_error(exc, "search the index", url=self.engine.url) from exc
 
     def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,
                 format: str = "xml", tools: Iterable[str] = ("read",),

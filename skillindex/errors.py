@@ -32,6 +32,12 @@ class ConfigError(SkillIndexError):
         self.key = key
 
 
+class SearchQueryError(SkillIndexError):
+    """A search text that holds nothing to search for (no letters or digits)."""
+
+    exit_code = EXIT_USAGE
+
+
 class StoreError(SkillIndexError):
     """The database could not be opened, migrated or written."""
 

@@ -137,6 +137,8 @@ class Candidate:
     enabled: bool
     findings: tuple[Finding, ...] = ()
     id: int = 0
+    # The frontmatter's `disable-model-invocation: true`: kept out of the catalog, still loadable.
+    model_invocation: bool = True
 
     @property
     def accepted(self) -> bool:
@@ -153,6 +155,7 @@ class Candidate:
             "precedence": self.precedence,
             "status": str(self.status),
             "enabled": self.enabled,
+            "model_invocation": self.model_invocation,
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -478,3 +481,12 @@ class Approval:
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "digest": self.digest, "path": str(self.path),
                 "findings": [f.as_dict() for f in self.findings], "new": self.new}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchMatch:
+    """A candidate the full-text index matched, before resolution decides whether it is used."""
+
+    candidate_id: int
+    name: str
+    score: float  # higher is better; comparable within one search on one backend

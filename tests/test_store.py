@@ -20,7 +20,7 @@ from skillindex.api import SkillIndex
 from skillindex.config import Environment
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
-from skillindex.store.models import Base, Candidate, LoadEvent, Resource, Root
+from skillindex.store.models import Base, Candidate, LoadEvent, Resource, Root, modelled
 from tests.conftest import OpenIndex, root_settings, write_skill
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def test_models_and_migrations_are_in_sync(db_url: str) -> None:
     engine = make_engine(db_url)
     migrate.upgrade(engine)
     with engine.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        context = MigrationContext.configure(connection, opts={"include_object": modelled})
+        diff = compare_metadata(context, Base.metadata)
     assert diff == []
     engine.dispose()
 
@@ -215,6 +216,7 @@ def test_staged_rows_keep_all_64_bits_of_inode_numbers(db_url: str, inode: int) 
     row: dict[str, object] = dict.fromkeys(CANDIDATE_COLUMNS)
     row.update({"rel_dir": "s", "dir_name": "s", "dir_path": "/r/s", "skill_path": "/r/s/SKILL.md",
                 "real_path": "/r/s", "status": "accepted", "enabled": True, "tree_key": "k",
+                "disable_model_invocation": False,
                 "inode": inode, "device": inode})
     resource = {"rel_path": "SKILL.md", "kind": "entry", "size": 1, "mtime_ns": 1,
                 "inode": inode, "device": inode, "xxh3": "x", "sha256": "s"}

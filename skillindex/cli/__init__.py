@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # Importing the command modules registers their commands on the group.
-from skillindex.cli import catalog, db, disclose, index, serve, trust
+from skillindex.cli import catalog, db, disclose, index, search, serve, trust
 from skillindex.cli.common import cli
 
-__all__ = ["catalog", "cli", "db", "disclose", "index", "main", "serve", "trust"]
+__all__ = ["catalog", "cli", "db", "disclose", "index", "main", "search", "serve", "trust"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

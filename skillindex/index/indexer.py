@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from skillindex.index import frontmatter, policy, risk
+from skillindex.index import frontmatter, policy, risk, searchtext
 from skillindex.index.scanner import (
     ENTRY,
     KnownFile,
@@ -123,6 +123,7 @@ Row = dict[str, Any]
 def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
     """The candidate row, its findings and its manifest, ready to be staged."""
     fields: dict[str, Any] | None = None
+    body = ""
     if scan.entry_problem is not None:
         verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
                                  Status.REJECTED, (scan.entry_problem,))
@@ -130,6 +131,7 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
         verdict = policy.judge(parsed, dir_name=scan.dir_name, root=spec)
         fields = parsed.fields
+        body = parsed.body
     entry = scan.entry_stat
     row: Row = {
         "rel_dir": scan.rel_dir,
@@ -149,6 +151,8 @@ def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "device": entry.device if entry else None,
         "xxh3": scan.entry_xxh3,
         "sha256": scan.entry_sha256,
+        "search_text": searchtext.search_text(fields, body),
+        "disable_model_invocation": searchtext.model_invocation_disabled(fields),
     }
     findings: list[Row] = [
         {"code": f.code, "severity": f.severity.value, "message": storable(f.message),

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -29,6 +30,19 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+# The full-text index is dialect-specific and lives outside the models: an FTS5 table (and its
+# shadow tables) on SQLite, a generated tsvector column with its GIN index on PostgreSQL.
+FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector"})
+
+
+def modelled(obj: object, name: str | None, type_: str, reflected: bool,
+             compare_to: object) -> bool:
+    """Alembic's `include_object`: whether a schema object is the models' to compare."""
+    if not reflected or name is None:
+        return True
+    return name not in FULL_TEXT_OBJECTS and not name.startswith("candidate_fts_")
 
 
 class Base(DeclarativeBase):
@@ -132,6 +146,11 @@ class Candidate(Base):
     sha256: Mapped[str | None] = mapped_column(String(64))
     first_run_id: Mapped[int] = mapped_column(Integer)
     changed_run_id: Mapped[int] = mapped_column(Integer)
+    # Text a search reads beside name and description: other frontmatter values and the body's
+    # headings and opening (see index/searchtext.py).
+    search_text: Mapped[str | None] = mapped_column(Text)
+    disable_model_invocation: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                           server_default=false())
 
 
 class Finding(Base):

@@ -158,7 +158,8 @@ def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
     query: Any = (
         select(Candidate.id, Candidate.name, Candidate.description, Candidate.skill_path,
                Candidate.dir_path, Candidate.real_path, Candidate.status, Candidate.enabled,
-               Root.path, Root.scope, Root.provider, Root.precedence, Root.position)
+               Candidate.disable_model_invocation, Root.path, Root.scope, Root.provider,
+               Root.precedence, Root.position)
         .join(Root, Root.id == Candidate.root_id)
         .where(Root.index_name == bindparam("index_name"))
     )
@@ -211,8 +212,8 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
     # what cannot be derived from its SKILL.md path.
     roots: dict[str, tuple[Path, model.Scope]] = {}
     result = []
-    for (cid, name, description, skill_path, dir_path, real_path, state, enabled, root_path,
-         scope, provider, precedence, position) in rows:
+    for (cid, name, description, skill_path, dir_path, real_path, state, enabled, manual,
+         root_path, scope, provider, precedence, position) in rows:
         root = roots.get(root_path)
         if root is None:
             root = roots[root_path] = (Path(root_path), model.Scope(scope))
@@ -223,7 +224,8 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
             id=cid, name=name, description=description, path=path, directory=directory,
             real_path=real, root=root[0], scope=root[1], provider=provider,
             precedence=precedence, position=position, status=model.Status(state),
-            enabled=enabled, findings=tuple(findings.get(cid, ()))))
+            enabled=enabled, findings=tuple(findings.get(cid, ())),
+            model_invocation=not manual))
     result.sort(key=lambda c: (-c.precedence, c.position, str(c.path)))
     return result
 

@@ -1,0 +1,43 @@
+"""The search command: the winning skills that match a text, best first."""
+
+from __future__ import annotations
+
+import click
+
+from skillindex.cli.common import cli, json_option, options_of, print_json, table
+
+DESCRIPTION_WIDTH = 60
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many skills to show at most.")
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
+    """Rank the skills used in this directory by how well they match QUERY.
+
+    Names weigh most, then descriptions, then other frontmatter and the top of each body.
+    Any text is a query: only its words count (no operators).
+
+    Example: skillindex search "fill in a pdf form" --limit 5
+    """
+    options = options_of(ctx, as_json)
+    with options.open() as index:
+        hits = index.search(query, limit=limit)
+    if options.json:
+        print_json([hit.as_dict() for hit in hits])
+        return
+    if not hits:
+        click.echo("no skill matches; `skillindex list` shows every skill in use here",
+                   err=True)
+        return
+    table(["score", "name", "description", "location"],
+          [[f"{hit.score:.2f}", hit.name, _short(hit.description), hit.location]
+           for hit in hits])
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= DESCRIPTION_WIDTH else flat[:DESCRIPTION_WIDTH - 1] + "…"

@@ -1,0 +1,82 @@
+"""Full-text matching of candidates behind one function: FTS5 on SQLite, tsvector on PostgreSQL."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Float, TextClause, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session
+
+from skillindex.model import SearchMatch
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How much a match in each field counts; the name weighs most."""
+
+    name: float = 10.0
+    description: float = 4.0
+    text: float = 1.0
+
+
+DEFAULT_WEIGHTS = Weights()
+
+
+_SQLITE = """
+    SELECT c.id, c.name, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
+    FROM candidate_fts
+    JOIN candidate c ON c.id = candidate_fts.rowid
+    JOIN root r ON r.id = c.root_id
+    WHERE candidate_fts MATCH :match AND r.index_name = :index_name AND r.path IN :paths
+      AND c.status = 'accepted'
+    ORDER BY score DESC, c.id
+    LIMIT :limit
+"""
+# ts_rank's weights run {D, C, B, A}; the vector holds name as A, description B, the rest C.
+# Normalization 1 divides by 1 + log(document length), so a long text does not win by size.
+_POSTGRESQL = """
+    SELECT c.id, c.name, ts_rank(CAST(:weights AS real[]), c.search_vector, q.query, 1) AS score
+    FROM candidate c
+    JOIN root r ON r.id = c.root_id
+    CROSS JOIN (SELECT to_tsquery('english'::regconfig, :match) AS query) q
+    WHERE c.search_vector @@ q.query AND r.index_name = :index_name AND r.path IN :paths
+      AND c.status = 'accepted'
+    ORDER BY score DESC, c.id
+    LIMIT :limit
+"""
+
+
+@functools.cache
+def _statement(dialect: str) -> TextClause:
+    if dialect == "sqlite":
+        return text(_SQLITE).bindparams(bindparam("paths", expanding=True))
+    if dialect == "postgresql":
+        return text(_POSTGRESQL).bindparams(bindparam("paths", expanding=True),
+                                            bindparam("weights", type_=ARRAY(Float)))
+    raise NotImplementedError(f"full-text search is not available on {dialect}")
+
+
+def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
+            limit: int | None, weights: Weights = DEFAULT_WEIGHTS) -> list[SearchMatch]:
+    """The accepted candidates of accepted candidates of these roots matching any of the terms,
+    best first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
+    if not terms or not paths:
+        return []
+    dialect = session.get_bind().dialect.name
+    params: dict[str, object] = {"index_name": index_name, "paths": list(paths),
+                                 "limit": -1 if limit is None else limit}
+    if dialect == "postgresql":
+        params["match"] = " | ".join(terms)
+        params["weights"] = [0.0, weights.text / weights.name,
+                             weights.description / weights.name, 1.0]
+        if limit is None:
+            params["limit"] = None
+    else:
+        params["match"] = " OR ".join(f'"{term}"' for term in terms)
+        params.update(w_name=weights.name, w_description=weights.description,
+                      w_text=weights.text)
+    rows = session.execute(_statement(dialect), params)
+    return [SearchMatch(int(cid), str(name), float(score)) for cid, name, score in rows]

@@ -1,0 +1,213 @@
+"""Full-text search on both backends: what it finds, in what order, and any text as a query."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from skillindex.api import SkillIndex
+from skillindex.cli import cli
+from skillindex.config import Environment, Settings
+from skillindex.errors import SearchQueryError
+from skillindex.store import migrate
+from skillindex.store.engine import make_engine
+from tests.conftest import OpenIndex, isolate_cli, root_settings, write_skill
+
+
+def _names(index: SkillIndex, query: str, limit: int = 10) -> list[str]:
+    return [hit.name for hit in index.search(query, limit=limit)]
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf-forms", description="Fill in and flatten PDF forms.")
+    write_skill(root, "spreadsheet", description="Build spreadsheets; export a table as PDF.")
+    write_skill(root, "deploy", description="Ship the service to production.",
+                body="# Rolling out with kubernetes\n\nUse helm charts for the cluster.\n")
+    write_skill(root, "notes", "name: notes\ndescription: Keep notes.\n"
+                "tags: [journaling, diary]\n")
+    return root
+
+
+def test_a_name_match_ranks_above_a_description_match(open_index: OpenIndex,
+                                                        library: Path) -> None:
+    index = open_index(library)
+    index.reindex()
+    assert _names(index, "pdf") == ["pdf-forms", "spreadsheet"]
+    hit = index.search("pdf")[0]
+    assert hit.score > index.search("pdf")[1].score > 0
+    assert hit.location == str(library / "pdf-forms" / "SKILL.md")
+    assert hit.as_dict()["description"] == "Fill in and flatten PDF forms."
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("kubernetes", "deploy"),  # a body heading
+    ("helm charts", "deploy"),  # body prose
+    ("diary", "notes"),  # another frontmatter field
+    ("flattening forms", "pdf-forms"),  # stemmed
+    ("PRODUCTION", "deploy"),  # any case
+])
+def test_finds_text_beyond_the_name(open_index: OpenIndex, library: Path, query: str,
+                                    expected: str) -> None:
+    index = open_index(library)
+    index.reindex()
+    assert _names(index, query)[:1] == [expected]
+
+
+def test_only_winners_of_this_directory_are_searched(open_index: OpenIndex,
+                                                     tmp_path: Path) -> None:
+    high, low, other = tmp_path / "high", tmp_path / "low", tmp_path / "other"
+    write_skill(high, "pdf", description="The chosen PDF skill.")
+    write_skill(low, "pdf", description="A shadowed PDF skill with pdf pdf pdf.")
+    write_skill(other, "pdfish", description="PDF from a root this directory does not use.")
+    open_index(other).reindex()
+    index = open_index(high, low)
+    index.reindex()
+    hits = index.search("pdf")
+    assert [(h.name, h.description) for h in hits] == [("pdf", "The chosen PDF skill.")]
+
+
+def test_filtered_and_disabled_skills_are_not_found(db_url: str, env: Environment,
+                                                    tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf-secret", description="PDF.")
+    write_skill(root, "pdf-off", "name: pdf-off\ndescription: PDF.\nenabled: false\n")
+    write_skill(root, "pdf-on", description="PDF.")
+    settings = Settings(presets=False, roots=root_settings(root).roots,
+                        ignored_skills=("*-secret",))
+    with SkillIndex.open(settings, db=db_url, env=env) as index:
+        index.reindex()
+        assert _names(index, "pdf") == ["pdf-on"]
+
+
+def test_qualified_winners_are_found_under_their_catalog_names(db_url: str, env: Environment,
+                                                               tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    write_skill(one, "pdf", description="PDF one.")
+    write_skill(two, "pdf", description="PDF two.")
+    settings = Settings(presets=False, roots=root_settings(one, two).roots,
+                        collision_policy="keep-all")
+    with SkillIndex.open(settings, db=db_url, env=env) as index:
+        index.reindex()
+        assert sorted(h.description for h in index.search("pdf")) == ["PDF one.", "PDF two."]
+
+
+def test_the_limit_counts_winners_not_matches(open_index: OpenIndex, tmp_path: Path) -> None:
+    high, low = tmp_path / "high", tmp_path / "low"
+    for number in range(30):
+        write_skill(low, f"tool-{number}", description="alpha " * 5)
+        write_skill(high, f"tool-{number}", description="beta")
+    write_skill(low, "last", description="alpha")
+    index = open_index(high, low)
+    index.reindex()
+    # Every shadowed copy outranks the one winner that mentions alpha once.
+    assert _names(index, "alpha", limit=1) == ["last"]
+
+
+def test_a_reindex_keeps_the_index_in_step(open_index: OpenIndex, tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", description="Reads invoices.")
+    write_skill(root, "gone", description="Reads receipts.")
+    index = open_index(root)
+    index.reindex()
+    assert _names(index, "invoices receipts") != []
+    write_skill(root, "pdf", description="Writes letters, longer than before.")
+    (root / "gone" / "SKILL.md").unlink()
+    (root / "gone").rmdir()
+    index.reindex()
+    assert _names(index, "invoices receipts") == []
+    assert _names(index, "letters") == ["pdf"]
+
+
+HOSTILE = {
+    "fts-operators": 'pdf AND NOT forms OR NEAR(pdf forms, 2)',
+    "column-filter": "name:pdf description:forms",
+    "prefix-and-caret": "^pdf* +forms -x",
+    "quotes": '"pdf',
+    "doubled-quotes": '""pdf"" \'forms\'',
+    "unbalanced-parens": "((pdf forms",
+    "tsquery-syntax": "pdf & !forms | (x <-> y):*",
+    "backslashes": "pdf\\ \\\\forms\\",
+    "nul": "pdf\x00forms",
+    "control-characters": "pdf\x1b[31m\x7fforms",
+    "sql": "pdf'); DROP TABLE candidate; --",
+    "unicode": "\uff50\uff44\uff46 формы 表格 🙂 pdf",
+    "lone-surrogate": "pdf \udcff",
+    "long-word": "pdf " + "a" * 10_000,
+    "100-kb": ("pdf forms (\"AND\" OR NEAR ^* " * 4_000)[:100_000],
+}
+
+
+@pytest.mark.parametrize("query", HOSTILE.values(), ids=HOSTILE.keys())
+def test_any_text_searches(open_index: OpenIndex, library: Path, query: str) -> None:
+    index = open_index(library)
+    index.reindex()
+    assert "pdf-forms" in _names(index, query)
+    assert len(index.candidates()) == 4
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!! ((( ))) ***", "\x00", "_"])
+def test_a_text_without_words_is_a_clear_error(open_index: OpenIndex, library: Path,
+                                               query: str) -> None:
+    index = open_index(library)
+    index.reindex()
+    with pytest.raises(SearchQueryError, match="no word to look for"):
+        index.search(query)
+
+
+def test_words_that_match_nothing_find_nothing(open_index: OpenIndex, library: Path) -> None:
+    index = open_index(library)
+    index.reindex()
+    assert index.search("zyzzyva quux") == []
+
+
+def test_the_migration_indexes_an_existing_database(db_url: str, env: Environment,
+                                                    tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", "name: pdf\ndescription: Fill forms.\n"
+                "disable-model-invocation: true\n")
+    engine = make_engine(db_url)
+    migrate.upgrade(engine, "0002")
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO root (id, index_name, path, scope, provider, precedence, position, "
+            "max_depth, require_description, validation, name_prefix, present, last_run_id) "
+            "VALUES (1, 'default', :path, 'user', 'test', 100, 0, 1, true, 'strict', '', true, "
+            "1)"), {"path": str(root)})
+        connection.execute(text(
+            "INSERT INTO candidate (id, root_id, rel_dir, dir_name, dir_path, skill_path, "
+            "real_path, name, description, status, enabled, frontmatter, tree_key, "
+            "first_run_id, changed_run_id) VALUES (7, 1, 'pdf', 'pdf', :dir, :skill, :dir, "
+            "'pdf', 'Fill forms.', 'accepted', true, :fields, 'k', 1, 1)"),
+            {"dir": str(root / "pdf"), "skill": str(root / "pdf" / "SKILL.md"),
+             "fields": json.dumps({"name": "pdf", "description": "Fill forms.",
+                                   "disable-model-invocation": True})})
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(root_settings(root), db=db_url, env=env) as index:
+        assert _names(index, "forms") == ["pdf"]
+        assert index.candidates()[0].model_invocation is False
+
+
+def test_search_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: Path) -> None:
+    isolate_cli(tmp_path, monkeypatch, library)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    result = runner.invoke(cli, ["search", "pdf", "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "pdf-forms" in result.output and "spreadsheet" not in result.output
+    rows = json.loads(runner.invoke(cli, ["--json", "search", "pdf"]).output)
+    assert [r["name"] for r in rows] == ["pdf-forms", "spreadsheet"]
+    assert set(rows[0]) == {"score", "name", "description", "location"}
+    empty = runner.invoke(cli, ["search", "((("])
+    assert empty.exit_code == 2
+    assert empty.output.startswith("skillindex: error: the search text has no word")
+    assert "Traceback" not in empty.output
+    nothing = runner.invoke(cli, ["search", "zyzzyva"])
+    assert nothing.exit_code == 0 and "no skill matches" in nothing.output
+    assert runner.invoke(cli, ["search", "pdf", "--limit", "0"]).exit_code == 2
