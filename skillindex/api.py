@@ -58,19 +58,20 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, lockfile, resolve, search, trust
-from skillindex.query.catalog import FORMATS, Catalog, CatalogItem
+from skillindex.query import disclose, lockfile, modes, resolve, search, trust
+from skillindex.query.catalog import FORMATS, Catalog, CatalogItem, build_ranked, with_omitted
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
 from skillindex.query.catalog import build as build_catalog
 from skillindex.query.catalog import empty as empty_catalog
 from skillindex.query.contextfiles import find_context_files
 from skillindex.query.lockfile import LockDrift, LockEntry
-from skillindex.query.quick import catalog_key
+from skillindex.query.quick import catalog_key, usage_since
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
 from skillindex.store import audit, grants, migrate, queries
 from skillindex.store import search as store_search
+from skillindex.store import usage as store_usage
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
@@ -351,7 +352,10 @@ class SkillIndex:
         explanation = resolve.explain(self._withhold(self._resolution_of(name)), name)
         if explanation is None:
             raise SkillNotFoundError(name, hint=self.staleness())
-        return explanation
+        if explanation.winner is None:
+            return explanation
+        mode = modes.mode_of(explanation.winner, self.settings.catalog)
+        return replace(explanation, catalog_mode=(str(mode.mode), mode.reason))
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
         """The winners of this directory that match `query`, best first (at most `limit`).
@@ -387,15 +391,19 @@ class SkillIndex:
 
     def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,
                 format: str = "xml", tools: Iterable[str] = ("read",),
-                session: str | None = None) -> Catalog:
+                session: str | None = None, query: str | None = None) -> Catalog:
         """The level-1 catalog for the model, within the budget, from the store alone.
 
-        The result is cached in the store per roots, settings and request until the next
-        reindex, so a host asking again pays one lookup. With a `session`, the publication is
-        audited as a `catalog.published` event at level 1 with the size of the text in bytes.
+        With a `query`, the skills most relevant to it come first and keep their descriptions
+        (`ranked_by` "query"); without, the `catalog_order` setting orders them. Pinned skills
+        come first, manual-only ones are left out (see `[skills.catalog]`). The result is
+        cached in the store per roots, settings and request until the next reindex (or, in
+        usage order, the next load), so a host asking again pays one lookup. With a `session`,
+        the publication is audited as a `catalog.published` event at level 1 with the size of
+        the text in bytes.
         """
         result = self._catalog(max_chars=max_chars, context_window=context_window,
-                               format=format, tools=tools)
+                               format=format, tools=tools, query=query)
         if session is not None:
             text = result.text.encode("utf-8")
             self.append_event(AuditRecord(
@@ -406,7 +414,7 @@ class SkillIndex:
         return result
 
     def _catalog(self, *, max_chars: int | None, context_window: int | None, format: str,
-                 tools: Iterable[str]) -> Catalog:
+                 tools: Iterable[str], query: str | None) -> Catalog:
         if format not in FORMATS:
             raise ConfigError(f"unknown catalog format {format!r} (use {', '.join(FORMATS)})")
         try:
@@ -415,18 +423,36 @@ class SkillIndex:
             raise ConfigError(str(exc)) from None
         fmt: CatalogFormat = format
         has_read = "read" in set(tools)
+        words = None if query is None else search.terms(query)
+        since = None
         with self._session() as db:
-            key = self._catalog_key(db, limit, fmt, has_read)
+            usage_mark = None
+            if words is None and self.settings.catalog_order == "usage":
+                since = usage_since(self.settings.catalog_usage_days, datetime.now(UTC))
+                usage_mark = (since.isoformat(), store_usage.last_event(db))
+            key = self._catalog_key(db, limit, fmt, has_read, words, usage_mark)
             payload = queries.cached_catalog(db, self.index_name, key)
         if payload is not None:
             return Catalog.from_cache(payload)
-        items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path))
-                 for w in self.resolution(all_findings=False).winners]
-        if has_read:
-            result = build_catalog(items, max_chars=limit, fmt=fmt)
-        else:
-            result = empty_catalog(items, max_chars=limit, fmt=fmt,
+        winners = self.resolution(all_findings=False).winners
+        scores = usage = None
+        with self._session() as db:
+            if words is not None:
+                scores = {m.candidate_id: m.score for m in self._matches(db, words, limit=None)}
+            elif since is not None:
+                usage = store_usage.load_counts(db, self.index_name, since)
+        arranged = modes.arrange(winners, self.settings.catalog, scores=scores, usage=usage)
+        items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path),
+                             str(mode)) for w, mode in arranged.listed]
+        if not has_read:
+            result = empty_catalog(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
                                    reason="the host has no read tool to load skills with")
+        elif words is not None:
+            result = build_ranked(items, max_chars=limit, fmt=fmt)
+        else:
+            result = build_catalog(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by)
+        result = with_omitted(result, [w.name for w, _ in arranged.manual],
+                              [reason for _, reason in arranged.manual])
         try:
             with self._session("cache the catalog") as db, db.begin():
                 queries.store_catalog(db, self.index_name, key, result.to_cache())
@@ -434,10 +460,12 @@ class SkillIndex:
             pass  # a read-only database still serves catalogs, just without the cache
         return result
 
-    def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool) -> str:
+    def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool,
+                     words: Sequence[str] | None, usage: tuple[str, int] | None) -> str:
         runs = queries.root_runs(db, self.index_name, self._root_paths())
         return catalog_key(limit=limit, fmt=fmt, has_read=has_read, runs=runs,
-                           roots=self.plan.roots, settings=self.settings)
+                           roots=self.plan.roots, settings=self.settings, words=words,
+                           usage=usage)
 
     def context_files(self) -> list[ContextFile]:
         """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""

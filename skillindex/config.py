@@ -74,6 +74,18 @@ class RootConfig:
     risk_policy: RiskPolicy | None = None  # None: the [skills] setting decides
 
 
+CATALOG_ORDERS = ("precedence", "usage")
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogModes:
+    """`[skills.catalog]`: globs on skill names that change how the catalog shows a skill."""
+
+    pinned: tuple[str, ...] = ()  # always first, always in full
+    names_only: tuple[str, ...] = ()  # never with a description
+    manual_only: tuple[str, ...] = ()  # never in the catalog; `read` and `/skill:` still work
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     enabled: bool = True
@@ -90,6 +102,10 @@ class Settings:
     validation: Validation | None = None  # overrides every root's default mode when set
     native_dir: str = ".xcsh"
     context_files: tuple[str, ...] = ("XCSH.md",)
+    # Without a search text, the catalog lists winners by precedence or by recent use.
+    catalog_order: str = "precedence"
+    catalog_usage_days: int = 30
+    catalog: CatalogModes = CatalogModes()
     presets: bool = True
     roots: tuple[RootConfig, ...] = ()
     index_name: str = DEFAULT_INDEX
@@ -129,6 +145,8 @@ ALIASES = {
     "collisionPolicy": "collision_policy",
     "nativeDir": "native_dir",
     "contextFiles": "context_files",
+    "catalogOrder": "catalog_order",
+    "catalogUsageDays": "catalog_usage_days",
 }
 _SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name",
                                                     "reindex_timeout"}
@@ -206,6 +224,9 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
             raise ConfigError(f"skills.{spelled[name]} and skills.{key} are the same setting; "
                               "keep one", source=source, key=key)
         spelled[name] = key
+        if name == "catalog":
+            values[name] = _catalog_modes(value, source)
+            continue
         values[name] = _convert(name, value, Settings.__dataclass_fields__[name].default,
                                 source, f"skills.{key}")
     if "index" in document:
@@ -226,6 +247,10 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     if not settings.native_dir or "/" in settings.native_dir:
         raise ConfigError("skills.native_dir must be a single directory name", source=source,
                           key="native_dir")
+    if settings.catalog_order not in CATALOG_ORDERS:
+        raise ConfigError(
+            f"skills.catalog_order must be one of {', '.join(CATALOG_ORDERS)}, not "
+            f"{settings.catalog_order!r}", source=source, key="catalog_order")
     for file_name in settings.context_files:
         if not file_name or "/" in file_name or file_name in (".", ".."):
             raise ConfigError(f"skills.context_files holds {file_name!r}; each entry must be a "
@@ -281,6 +306,19 @@ def _convert(name: str, value: Any, default: Any, source: str, label: str) -> An
     if not isinstance(value, str):
         raise ConfigError(f"{label} must be a string", source=source, key=name)
     return value
+
+
+def _catalog_modes(value: Any, source: str) -> CatalogModes:
+    if not isinstance(value, Mapping):
+        raise ConfigError("[skills.catalog] must be a table", source=source, key="catalog")
+    known = {f.name for f in fields(CatalogModes)}
+    globs: dict[str, tuple[str, ...]] = {}
+    for key, item in value.items():
+        if key not in known:
+            raise ConfigError(f"unknown setting skills.catalog.{key} (expected "
+                              f"{', '.join(sorted(known))})", source=source, key=key)
+        globs[key] = _convert(key, item, (), source, f"skills.catalog.{key}")
+    return CatalogModes(**globs)
 
 
 def _enum(kind: Any, value: Any, source: str, label: str) -> Any:

@@ -19,10 +19,12 @@ from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 @click.option("--no-read-tool", is_flag=True,
               help="The host has no read tool to load skills with: print no catalog.")
 @click.option("--session", metavar="ID", help="Record the publication for this session.")
+@click.option("--query", metavar="TEXT",
+              help="Rank by relevance to TEXT: the best matches keep their descriptions.")
 @json_option
 @click.pass_context
 def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window: int | None,
-            no_read_tool: bool, session: str | None, as_json: bool) -> None:
+            no_read_tool: bool, session: str | None, query: str | None, as_json: bool) -> None:
     """Print the catalog the model sees, within a character budget.
 
     The budget is --max-chars, or 2% of --context-window tokens at 4 characters a token, else
@@ -33,6 +35,7 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
       skillindex catalog
       skillindex catalog --format markdown --max-chars 4000
       skillindex catalog --context-window 200000 --session s-42
+      skillindex catalog --max-chars 4000 --query "fill in a pdf form"
     """
     options = options_of(ctx, as_json)
     if max_chars is not None and context_window is not None:
@@ -45,12 +48,13 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
 
         result = cached_catalog(options.config, db=options.db, cwd=options.cwd,
                                 index=options.index, max_chars=max_chars,
-                                context_window=context_window, format=fmt, tools=tools)
+                                context_window=context_window, format=fmt, tools=tools,
+                                query=query)
     note = None
     if result is None:
         with options.open() as index:
             result = index.catalog(max_chars=max_chars, context_window=context_window,
-                                   format=fmt, tools=tools, session=session)
+                                   format=fmt, tools=tools, session=session, query=query)
             note = None if options.json else index.staleness()
     elif not options.json and sys.stderr.isatty():
         # Served from the cache: a person at a terminal still hears about unindexed roots.
@@ -65,6 +69,6 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
     if shortened or omitted:
         echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
                    f"{result.max_chars} characters; {shortened} descriptions shortened, "
-                   f"{omitted} skills omitted", err=True)
+                   f"{omitted} skills omitted; ordered by {result.ranked_by}", err=True)
     if note:
         echo(f"note: {note}", err=True)

@@ -356,6 +356,9 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         echo(f"{explanation.name}: not in the catalog")
     elif withheld is not None:
         echo(f"{explanation.name}: not served over MCP: {withheld}")
+    if explanation.catalog_mode is not None:
+        mode, why = explanation.catalog_mode
+        echo(f"  catalog mode: {mode} ({why})")
     for verdict in explanation.verdicts:
         c = verdict.candidate
         echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "

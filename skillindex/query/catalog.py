@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, repeat
 from typing import Any, Literal
 
@@ -21,13 +21,17 @@ ELLIPSIS = "…"
 MIN_DESCRIPTION = 16
 
 
+PINNED, NAMES_ONLY = "pinned", "names-only"
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogItem:
-    """One winning skill, in precedence order, before budgeting."""
+    """One winning skill, in catalog order, before budgeting; `mode` as in query/modes.py."""
 
     name: str
     description: str
     location: str
+    mode: str = "listed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ class Catalog:
     # skills, and a cached catalog should not rebuild an object for each one it never shows.
     omitted_names: tuple[str, ...] = ()
     omitted_reasons: tuple[str, ...] = ()
+    ranked_by: str = "precedence"  # or "usage", or "query" for a catalog ranked by a search
 
     @property
     def omitted(self) -> tuple[Omitted, ...]:
@@ -78,7 +83,8 @@ class Catalog:
 
     def as_dict(self) -> dict[str, object]:
         return {"text": self.text, "format": self.format, "chars": self.chars,
-                "max_chars": self.max_chars, "entries": [e.as_dict() for e in self.entries],
+                "max_chars": self.max_chars, "ranked_by": self.ranked_by,
+                "entries": [e.as_dict() for e in self.entries],
                 "omitted": [o.as_dict() for o in self.omitted]}
 
     def to_cache(self) -> str:
@@ -97,7 +103,7 @@ class Catalog:
             omitted = list(self.omitted_names)
         return json.dumps({
             "text": self.text, "format": self.format, "max_chars": self.max_chars,
-            "entries": [e.as_dict() for e in self.entries],
+            "ranked_by": self.ranked_by, "entries": [e.as_dict() for e in self.entries],
             "omitted": omitted, "omitted_reasons": runs})
 
     @classmethod
@@ -109,7 +115,8 @@ class Catalog:
         reasons = tuple(chain.from_iterable(repeat(reason, count)
                                             for reason, count in data["omitted_reasons"]))
         return cls(data["text"], data["format"], data["max_chars"],
-                   tuple(CatalogEntry(**entry) for entry in data["entries"]), names, reasons)
+                   tuple(CatalogEntry(**entry) for entry in data["entries"]), names, reasons,
+                   data["ranked_by"])
 
 
 def budget(max_chars: int | None = None, context_window: int | None = None) -> int:
@@ -168,25 +175,67 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
 
 
-def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catalog:
-    """Everything in full if it fits; else descriptions shortened evenly; else names only."""
+def _folded(items: Sequence[CatalogItem]) -> list[CatalogItem]:
+    # Descriptions are folded to one line once, here; everything after works on folded text. A
+    # names-only skill has no description to show.
+    return [CatalogItem(i.name, "" if i.mode == NAMES_ONLY else escape.fold(i.description),
+                        i.location, i.mode) for i in items]
+
+
+def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
+          ranked_by: str = "precedence") -> Catalog:
+    """Everything in full if it fits; else descriptions shortened evenly; else names only.
+    Pinned skills keep their descriptions whole throughout."""
     renderer = _Renderer(fmt)
-    # Descriptions are folded to one line once, here; everything below works on folded text.
-    items = [CatalogItem(i.name, escape.fold(i.description), i.location) for i in items]
+    items = _folded(items)
     full = [CatalogEntry(i.name, i.description, i.location) for i in items]
     text = renderer.render(full)
     if len(text) <= max_chars:
-        return Catalog(text, fmt, max_chars, tuple(full))
+        return Catalog(text, fmt, max_chars, tuple(full), ranked_by=ranked_by)
     shortened = _shortened(renderer, items, max_chars)
     if shortened is not None:
-        return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened))
-    return _names_only(renderer, items, max_chars, fmt)
+        return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened),
+                       ranked_by=ranked_by)
+    return _names_only(renderer, items, max_chars, fmt, ranked_by)
+
+
+def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catalog:
+    """Relevance first: items arrive best first (pinned before them); each keeps its full
+    description while it fits, then names only from the first that does not, then the rest
+    is omitted and reported."""
+    renderer = _Renderer(fmt)
+    head, between, tail = renderer.frame()
+    used = len(head) + len(tail)
+    kept: list[CatalogEntry] = []
+    omitted: list[str] = []
+    in_full = True
+    for item in _folded(items):
+        options = []
+        if in_full or item.mode == PINNED:
+            options.append(CatalogEntry(item.name, item.description, item.location))
+        options.append(CatalogEntry(item.name, "", item.location,
+                                    truncated=bool(item.description)))
+        for number, entry in enumerate(options):
+            cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
+            if used + cost <= max_chars:
+                kept.append(entry)
+                used += cost
+                if number and item.mode != PINNED:
+                    in_full = False
+                break
+        else:
+            in_full = False
+            omitted.append(item.name)
+    reasons = (f"does not fit in {max_chars} characters",) * len(omitted)
+    return Catalog(renderer.render(kept), fmt, max_chars, tuple(kept), tuple(omitted), reasons,
+                   "query")
 
 
 def _with_cap(items: Sequence[CatalogItem], cap: int) -> list[CatalogEntry]:
     entries = []
     for item in items:
-        description = _shorten(item.description, cap)
+        description = item.description if item.mode == PINNED else _shorten(item.description,
+                                                                             cap)
         entries.append(CatalogEntry(item.name, description, item.location,
                                     truncated=description != item.description))
     return entries
@@ -201,7 +250,7 @@ def _size(renderer: _Renderer, entries: Sequence[CatalogEntry]) -> int:
 def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
                max_chars: int) -> list[CatalogEntry] | None:
     """The largest equal cap on every description that fits, or None when even the least fails."""
-    longest = max((len(i.description) for i in items), default=0)
+    longest = max((len(i.description) for i in items if i.mode != PINNED), default=0)
     low, high = MIN_DESCRIPTION, longest - 1
     if high < low or _size(renderer, _with_cap(items, low)) > max_chars:
         return None
@@ -215,24 +264,38 @@ def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
 
 
 def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
-                fmt: Format) -> Catalog:
+                fmt: Format, ranked_by: str) -> Catalog:
     head, between, tail = renderer.frame()
     used = len(head) + len(tail)
     kept: list[CatalogEntry] = []
     omitted: list[str] = []
     for item in items:
-        entry = CatalogEntry(item.name, "", item.location, truncated=True)
-        cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
-        if used + cost <= max_chars:
-            kept.append(entry)
-            used += cost
+        options = [CatalogEntry(item.name, "", item.location, truncated=bool(item.description))]
+        if item.mode == PINNED:
+            options.insert(0, CatalogEntry(item.name, item.description, item.location))
+        for entry in options:
+            cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
+            if used + cost <= max_chars:
+                kept.append(entry)
+                used += cost
+                break
         else:
             omitted.append(item.name)
     reasons = (f"does not fit in {max_chars} characters",) * len(omitted)
     text = renderer.render(kept) if kept else ""
-    return Catalog(text, fmt, max_chars, tuple(kept), tuple(omitted), reasons)
+    return Catalog(text, fmt, max_chars, tuple(kept), tuple(omitted), reasons, ranked_by)
 
 
-def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str) -> Catalog:
+def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str,
+          ranked_by: str = "precedence") -> Catalog:
     """No catalog at all (no read tool, or skills switched off), saying why for each skill."""
-    return Catalog("", fmt, max_chars, (), tuple(i.name for i in items), (reason,) * len(items))
+    return Catalog("", fmt, max_chars, (), tuple(i.name for i in items), (reason,) * len(items),
+                   ranked_by)
+
+
+def with_omitted(catalog: Catalog, names: Sequence[str], reasons: Sequence[str]) -> Catalog:
+    """The catalog, also reporting skills left out before budgeting (manual-only ones)."""
+    if not names:
+        return catalog
+    return replace(catalog, omitted_names=(*names, *catalog.omitted_names),
+                   omitted_reasons=(*reasons, *catalog.omitted_reasons))

@@ -107,6 +107,8 @@ class Explanation:
     verdicts: tuple[Verdict, ...]
     winners: tuple[Winner, ...]
     collision: Collision | None
+    # How the catalog shows the winner (mode, reason); set by the caller that knows the settings.
+    catalog_mode: tuple[str, str] | None = None
 
     @property
     def winner(self) -> Winner | None:
@@ -114,7 +116,9 @@ class Explanation:
 
     def as_dict(self) -> dict[str, object]:
         winner = self.winner
+        mode = self.catalog_mode
         return {"name": self.name, "winner": None if winner is None else winner.as_dict(),
+                "catalog_mode": None if mode is None else {"mode": mode[0], "reason": mode[1]},
                 "winners": [w.as_dict() for w in self.winners],
                 "collision": None if self.collision is None else self.collision.as_dict(),
                 "candidates": [v.as_dict() for v in self.verdicts]}

@@ -17,8 +17,8 @@ from skillindex.model import SearchMatch
 class Weights:
     """How much a match in each field counts; the name weighs most."""
 
-    name: float = 10.0
-    description: float = 4.0
+    name: float = 3.0
+    description: float = 2.0
     text: float = 1.0
 
 
@@ -60,11 +60,12 @@ def _statement(dialect: str) -> TextClause:
 
 
 def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
-            limit: int | None, weights: Weights = DEFAULT_WEIGHTS) -> list[SearchMatch]:
+            limit: int | None, weights: Weights | None = None) -> list[SearchMatch]:
     """The accepted candidates of accepted candidates of these roots matching any of the terms,
     best first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
     if not terms or not paths:
         return []
+    weights = weights or DEFAULT_WEIGHTS
     dialect = session.get_bind().dialect.name
     params: dict[str, object] = {"index_name": index_name, "paths": list(paths),
                                  "limit": -1 if limit is None else limit}

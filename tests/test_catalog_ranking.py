@@ -1,0 +1,203 @@
+"""The catalog that picks: ranked by a search, by use, and shaped by per-skill modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from skillindex.api import SkillIndex
+from skillindex.cli import cli
+from skillindex.config import CatalogModes, ConfigError, Environment, Settings, parse_settings
+from skillindex.errors import IntegrityError, SearchQueryError
+from skillindex.query.catalog import Catalog, CatalogItem, build, build_ranked
+from skillindex.query.quick import cached_catalog
+from tests.conftest import isolate_cli, root_settings, write_skill
+
+TOPICS = {
+    "alpha": "Works with spreadsheets and formulas in tables.",
+    "bravo": "Renders charts and plots from a dataset.",
+    "charlie": "Fills in PDF forms and flattens them for printing.",
+    "delta": "Sends email notifications through a mail server.",
+    "echo": "Transcribes audio recordings into text.",
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "skills"
+    for name, description in TOPICS.items():
+        write_skill(path, name, description=description)
+    write_skill(path, "foxtrot", "name: foxtrot\ndescription: Deletes PDF files for good.\n"
+                "disable-model-invocation: true\n")
+    return path
+
+
+def _open(db_url: str, env: Environment, root: Path, **settings: Any) -> SkillIndex:
+    index = SkillIndex.open(Settings(presets=False, roots=root_settings(root).roots, **settings),
+                            db=db_url, env=env)
+    index.reindex()
+    return index
+
+
+def _names(catalog: Catalog) -> list[str]:
+    return [entry.name for entry in catalog.entries]
+
+
+def test_a_query_puts_the_relevant_skills_first(db_url: str, env: Environment,
+                                                root: Path) -> None:
+    with _open(db_url, env, root) as index:
+        catalog = index.catalog(query="pdf form printing", format="json")
+        assert catalog.ranked_by == "query"
+        assert _names(catalog)[0] == "charlie"
+        assert catalog.entries[0].description == TOPICS["charlie"]
+        assert sorted(_names(catalog)) == sorted(TOPICS)  # everything fits: all are listed
+        assert index.catalog(format="json").ranked_by == "precedence"
+
+
+def test_a_tight_budget_keeps_the_most_relevant_in_full(db_url: str, env: Environment,
+                                                        root: Path) -> None:
+    with _open(db_url, env, root) as index:
+        budget = len(index.catalog(query="audio", max_chars=10**6).text) - 200
+        catalog = index.catalog(query="audio recordings", max_chars=budget)
+        first, *rest = catalog.entries
+        assert (first.name, first.description, first.truncated) == (
+            "echo", TOPICS["echo"], False)
+        assert any(e.description == "" and e.truncated for e in rest)
+        assert len(catalog.text) <= budget
+        tiny = index.catalog(query="audio recordings", max_chars=180)
+        assert _names(tiny) == ["echo"]
+        assert {o.name for o in tiny.omitted} >= {"alpha", "bravo"}
+        assert tiny.as_dict()["ranked_by"] == "query"
+
+
+def test_manual_only_skills_stay_out_of_the_catalog_but_load(db_url: str, env: Environment,
+                                                             root: Path) -> None:
+    modes = CatalogModes(manual_only=("delta",))
+    with _open(db_url, env, root, catalog=modes) as index:
+        catalog = index.catalog()
+        assert "foxtrot" not in _names(catalog) and "delta" not in _names(catalog)
+        reasons = {o.name: o.reason for o in catalog.omitted}
+        assert "disable-model-invocation" in reasons["foxtrot"]
+        assert "manual_only pattern 'delta'" in reasons["delta"]
+        assert "foxtrot" not in _names(index.catalog(query="pdf"))
+        assert index.read("skill://foxtrot", reason="asked by name").text == "# Body\n"
+        assert [h.name for h in index.search("deletes pdf")][:1] == ["foxtrot"]
+        mode = index.explain("foxtrot").as_dict()["catalog_mode"]
+        assert mode is not None and mode["mode"] == "manual-only"
+
+
+def test_pinned_skills_come_first_in_full(db_url: str, env: Environment, root: Path) -> None:
+    modes = CatalogModes(pinned=("e*",), names_only=("bravo",))
+    with _open(db_url, env, root, catalog=modes) as index:
+        full = index.catalog(max_chars=10**6)
+        assert _names(full)[0] == "echo"
+        bravo = next(e for e in full.entries if e.name == "bravo")
+        assert bravo.description == ""
+        squeezed = index.catalog(max_chars=len(full.text) - 60)
+        assert squeezed.entries[0].description == TOPICS["echo"]
+        assert any(e.truncated for e in squeezed.entries[1:])
+        ranked = index.catalog(query="pdf", max_chars=10**6)
+        assert _names(ranked)[:2] == ["echo", "charlie"]
+        assert index.explain("echo").catalog_mode == (
+            "pinned", "name matches [skills.catalog] pinned pattern 'e*'")
+        assert index.explain("alpha").catalog_mode is not None
+
+
+def test_usage_order_follows_successful_loads(db_url: str, env: Environment,
+                                              root: Path) -> None:
+    with _open(db_url, env, root, catalog_order="usage") as index:
+        assert _names(index.catalog())[:2] == ["alpha", "bravo"]  # no use yet: precedence
+        for _ in range(2):
+            index.read("skill://delta", reason="bench")
+        write_skill(root, "charlie", description="Changed since the reindex.")
+        for _ in range(5):  # refused loads count for nothing
+            with pytest.raises(IntegrityError):
+                index.read("skill://charlie", reason="refused")
+        catalog = index.catalog()
+        assert (catalog.ranked_by, _names(catalog)[0]) == ("usage", "delta")
+        for _ in range(3):
+            index.read("skill://bravo", reason="more")
+        assert _names(index.catalog())[:2] == ["bravo", "delta"]  # the cache saw the loads
+
+
+def test_the_cache_key_holds_the_query(tmp_path: Path, root: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'[skills]\npresets = false\n[[roots]]\npath = "{root}"\n')
+    db = str(tmp_path / "i.sqlite")
+    request: dict[str, Any] = {"max_chars": 10**6, "context_window": None, "format": "xml",
+                               "tools": ("read",)}
+    with SkillIndex.open(str(config), db=db, cwd=tmp_path) as index:
+        index.reindex()
+        audio = index.catalog(query="audio", **request)
+        assert cached_catalog(str(config), db=db, cwd=tmp_path, index=None, query="AUDIO!",
+                              **request) == audio
+        assert cached_catalog(str(config), db=db, cwd=tmp_path, index=None, query="pdf",
+                              **request) is None
+        assert cached_catalog(str(config), db=db, cwd=tmp_path, index=None,
+                              **request) is None
+        assert _names(index.catalog(query="pdf", **request))[0] == "charlie"
+        assert _names(index.catalog(query="audio", **request))[0] == "echo"
+        assert cached_catalog(str(config), db=db, cwd=tmp_path, index=None, query="(((",
+                              **request) is None
+
+
+@pytest.mark.parametrize("query", ['pdf" OR (', "pdf\x00", "NEAR(pdf", "x" * 100_000 + " pdf"])
+def test_any_text_ranks_a_catalog(db_url: str, env: Environment, root: Path,
+                                  query: str) -> None:
+    with _open(db_url, env, root) as index:
+        assert _names(index.catalog(query=query))[0] == "charlie"
+
+
+def test_a_query_without_words_is_refused(db_url: str, env: Environment, root: Path) -> None:
+    with _open(db_url, env, root) as index, pytest.raises(SearchQueryError):
+        index.catalog(query="((( )))")
+
+
+def test_ranked_building_reports_every_skill() -> None:
+    items = [CatalogItem(f"s{n}", "d" * 40, f"/r/s{n}/SKILL.md") for n in range(20)]
+    for limit in (0, 100, 400, 1_000, 10_000):
+        catalog = build_ranked(items, max_chars=limit, fmt="markdown")
+        assert len(catalog.text) <= limit
+        assert len(catalog.entries) + len(catalog.omitted) == 20
+        assert Catalog.from_cache(catalog.to_cache()) == catalog
+        full = [e for e in catalog.entries if e.description]
+        assert catalog.entries[:len(full)] == tuple(full)  # full ones first, then names
+
+
+def test_pinned_items_survive_names_only_budgets() -> None:
+    items = [CatalogItem("pin", "kept whole " * 5, "/p", "pinned"),
+             *(CatalogItem(f"s{n}", "x" * 300, f"/r/{n}") for n in range(30))]
+    catalog = build(items, max_chars=900, fmt="xml")
+    assert catalog.entries[0].description == ("kept whole " * 5).strip()
+    assert all(not e.description for e in catalog.entries[1:])
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ({"skills": {"catalog": {"pinnned": ["x"]}}}, "unknown setting skills.catalog.pinnned"),
+    ({"skills": {"catalog": {"pinned": "x"}}}, "must be a list of strings"),
+    ({"skills": {"catalog": ["x"]}}, "must be a table"),
+    ({"skills": {"catalog_order": "random"}}, "catalog_order must be one of"),
+    ({"skills": {"catalog_usage_days": 0}}, "catalog_usage_days must be a whole number"),
+    ({"skills": {"catalog_usage_days": "7"}}, "catalog_usage_days must be a whole number"),
+])
+def test_catalog_settings_are_checked(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_settings(document)
+
+
+def test_catalog_command_with_a_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      root: Path) -> None:
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    result = runner.invoke(cli, ["catalog", "--query", "email", "--format", "json", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"ranked_by": "query"' in result.output
+    assert result.output.index('"delta"') < result.output.index('"alpha"')
+    refused = runner.invoke(cli, ["catalog", "--query", "***"])
+    assert refused.exit_code == 2 and "no word to look for" in refused.output
+    explained = runner.invoke(cli, ["explain", "foxtrot"])
+    assert "catalog mode: manual-only" in explained.output
