@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from skillindex.api import SkillIndex
 from skillindex.cli import cli
-from skillindex.config import CatalogModes, ConfigError, Environment, Settings, parse_settings
-from skillindex.errors import IntegrityError, SearchQueryError
+from skillindex.config import CatalogModes, Environment, Settings, parse_settings
+from skillindex.errors import ConfigError, IntegrityError, SearchQueryError
 from skillindex.query.catalog import Catalog, CatalogItem, build, build_ranked
 from skillindex.query.quick import cached_catalog
 from tests.conftest import isolate_cli, root_settings, write_skill
@@ -85,8 +85,9 @@ def test_manual_only_skills_stay_out_of_the_catalog_but_load(db_url: str, env: E
         assert "foxtrot" not in _names(index.catalog(query="pdf"))
         assert index.read("skill://foxtrot", reason="asked by name").text == "# Body\n"
         assert [h.name for h in index.search("deletes pdf")][:1] == ["foxtrot"]
-        mode = index.explain("foxtrot").as_dict()["catalog_mode"]
-        assert mode is not None and mode["mode"] == "manual-only"
+        assert index.explain("foxtrot").as_dict()["catalog_mode"] == {
+            "mode": "manual-only", "reason": "its frontmatter says disable-model-invocation: "
+            "true (loadable by /skill: and read, not listed for the model)"}
 
 
 def test_pinned_skills_come_first_in_full(db_url: str, env: Environment, root: Path) -> None:
