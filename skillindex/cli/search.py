@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from skillindex.cli.common import cli, json_option, options_of, print_json, table
+from skillindex.cli.common import cli, echo, json_option, options_of, print_json, table
 
 DESCRIPTION_WIDTH = 60
 
@@ -30,8 +30,7 @@ def search(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
         print_json([hit.as_dict() for hit in hits])
         return
     if not hits:
-        click.echo("no skill matches; `skillindex list` shows every skill in use here",
-                   err=True)
+        echo("no skill matches; `skillindex list` shows every skill in use here", err=True)
         return
     table(["score", "name", "description", "location"],
           [[f"{hit.score:.2f}", hit.name, _short(hit.description), hit.location]
