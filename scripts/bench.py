@@ -7,7 +7,13 @@ each as the median of several repetitions:
   floor B   scandir + read + xxh3 + YAML parse of every file, no database (what a cold index
             cannot beat)
   cold / unchanged / 1%-changed reindex, the catalog library call and `skillindex catalog` as a
-  whole process, `index.read` of a body and of a resource, and the peak memory of a cold index.
+  whole process, `index.read` of a body and of a resource, and the peak memory of a cold index;
+  search and a query-ranked catalog, and what the full-text index adds to a cold index's time
+  and to the database's size (against the same reindex without it);
+
+then the relevance of search on a corpus of real skills (`--corpus`, default the registry sample
+beside the repository): queries taken from skill bodies, recall@1, recall@5 and MRR beside a
+plain BM25 over the descriptions (rank-bm25, the `bench` extra), on a tuning and a held-out set.
 
 Prints a table of absolute times and ratios to the floors (or JSON with --json). Ratios, never
 absolute thresholds: the machine decides the absolute numbers.
@@ -33,6 +39,7 @@ import xxhash
 import yaml
 
 ROOTS = 4
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "registry-sample"
 COLLISION_EVERY = 20  # every 20th name exists in two roots
 
 
@@ -154,6 +161,7 @@ MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
 
 
 def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
+    from scripts import searchbench
     from skillindex import SkillIndex
 
     base = work / f"n{count}"
@@ -174,13 +182,17 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
 
     # Each figure is timed in turn with its floor, so that a busy neighbour on a shared machine
     # slows both sides of a ratio alike rather than one of them.
-    cold, floor_b_times = [], []
+    cold, floor_b_times, cold_plain = [], [], []
     for _ in range(repeat):
         open_empty()
         floor_b_times.append(timed(lambda: floor_b(roots)))
         cold.append(timed(fresh[0].reindex))
+        open_empty()
+        with searchbench.without_full_text(Path(str(fresh[0].engine.url.database))):
+            cold_plain.append(timed(fresh[0].reindex))
     fresh[0].close()
-    results["floor_b_s"], results["cold_s"] = map(statistics.median, (floor_b_times, cold))
+    results["floor_b_s"], results["cold_s"], results["cold_without_full_text_s"] = map(
+        statistics.median, (floor_b_times, cold, cold_plain))
     db = base / "index.sqlite"
     index = SkillIndex.open(config, db=str(db), cwd=cwd)
     index.reindex()
@@ -230,6 +242,8 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
         results.update(bench_mcp(base, config=config, db=db, cwd=cwd, repeat=repeat,
                                  skill_dirs=[w.candidate.directory for w in index.winners()],
                                  agentskills=MCP_OPTIONS["agentskills"]))
+    if hasattr(index, "search"):
+        results.update(searchbench.speed(index, db, count, median_time))
     index.close()
 
     results["peak_rss_mb"] = peak_kib(PEAK_SCRIPT, config, base / "peak.sqlite", cwd) / 1024
@@ -244,11 +258,15 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         "unchanged / floor A": result["unchanged_s"] / result["floor_a_s"],
         "cold / floor B": result["cold_s"] / result["floor_b_s"],
         "1% changed / unchanged": result["changed_1pct_s"] / result["unchanged_s"],
+        "cold / cold without full text": result["cold_s"] / result["cold_without_full_text_s"],
     }
     for figure in ("start", "list_all", "read"):
         if f"agentskills_{figure}_s" in result:
             out[f"serve / agentskills-mcp-server, {figure}"] = (
                 result[f"mcp_{figure}_s"] / result[f"agentskills_{figure}_s"])
+    if "db_bytes" in result:
+        out["database / without full text"] = (result["db_bytes"]
+                                                / result["db_bytes_without_full_text"])
     return out
 
 
@@ -270,6 +288,10 @@ def table(results: list[dict[str, Any]]) -> str:
         ("agentskills-mcp-server: start-up to first page", "agentskills_start_s"),
         ("agentskills-mcp-server: skills/list, every page", "agentskills_list_all_s"),
         ("agentskills-mcp-server: one resources/read", "agentskills_read_s"),
+        ("cold index without full text", "cold_without_full_text_s"),
+        ("search, words every skill has", "search_common_s"),
+        ("search, a word one skill has", "search_selective_s"),
+        ("catalog --query (library call)", "catalog_query_s"),
     ]
     header = "| measure | " + " | ".join(f"{r['skills']:,} skills" for r in results) + " |"
     lines = [header, "|---|" + "---:|" * len(results)]
@@ -307,6 +329,11 @@ def main() -> None:
     parser.add_argument("--agentskills-python", metavar="PYTHON",
                         help="a Python >= 3.12 with agentskills-mcp-server, to measure beside "
                         "`skillindex serve`")
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
+                        help="folder of real skills for relevance (default: %(default)s)")
+    parser.add_argument("--queries", type=int, default=300,
+                        help="queries per relevance set (--quick: 50)")
+    parser.add_argument("--no-relevance", action="store_true", help="skip the relevance figures")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     try:
@@ -326,12 +353,25 @@ def main() -> None:
         for size in sizes:
             print(f"benchmarking {size} skills ...", file=sys.stderr, flush=True)
             results.append(bench(size, repeat, work))
+        from scripts import searchbench
+
+        relevance = None
+        if not args.no_relevance and args.corpus.is_dir():
+            print(f"relevance on {args.corpus} ...", file=sys.stderr, flush=True)
+            relevance = searchbench.relevance_report(
+                args.corpus, 50 if args.quick else args.queries, work)
+        elif not args.no_relevance:
+            print(f"no corpus at {args.corpus}: relevance skipped", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
-        print(json.dumps([{**r, "ratios": ratios(r)} for r in results], indent=2))
+        print(json.dumps({"sizes": [{**r, "ratios": ratios(r)} for r in results],
+                          "relevance": relevance}, indent=2))
     else:
         print(table(results))
+        if relevance is not None:
+            print()
+            print(searchbench.relevance_table(relevance))
 
 
 if __name__ == "__main__":

@@ -63,9 +63,12 @@ def upgrade() -> None:
         op.execute("CREATE INDEX ix_candidate_search_vector ON candidate "
                    "USING gin (search_vector)")
     elif bind.dialect.name == "sqlite":
+        # No stemming: the words themselves are what the vocabulary table counts, which the
+        # search looks its words up in (store/search.py), and stemming measured no better.
         op.execute("CREATE VIRTUAL TABLE candidate_fts USING fts5(name, description, "
                    "search_text, content='candidate', content_rowid='id', "
-                   "tokenize='porter unicode61 remove_diacritics 2')")
+                   "tokenize='unicode61 remove_diacritics 2')")
+        op.execute("CREATE VIRTUAL TABLE candidate_fts_vocab USING fts5vocab(candidate_fts, row)")
         for statement in SQLITE_TRIGGERS.values():
             op.execute(statement)
         op.execute("INSERT INTO candidate_fts (candidate_fts) VALUES ('rebuild')")
@@ -99,6 +102,7 @@ def downgrade() -> None:
     elif bind.dialect.name == "sqlite":
         for name in SQLITE_TRIGGERS:
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
+        op.execute("DROP TABLE IF EXISTS candidate_fts_vocab")
         op.execute("DROP TABLE IF EXISTS candidate_fts")
     # A plain DROP COLUMN (SQLite 3.35 and later), as the upgrade added them.
     op.execute("ALTER TABLE candidate DROP COLUMN disable_model_invocation")

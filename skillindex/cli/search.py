@@ -21,7 +21,10 @@ def search(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
     Names weigh most, then descriptions, then other frontmatter and the top of each body.
     Any text is a query: only its words count (no operators).
 
-    Example: skillindex search "fill in a pdf form" --limit 5
+    \b
+    Examples:
+      skillindex search "fill in a pdf form"
+      skillindex search kubernetes --limit 3 --json
     """
     options = options_of(ctx, as_json)
     with options.open() as index:

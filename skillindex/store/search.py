@@ -25,16 +25,23 @@ class Weights:
 DEFAULT_WEIGHTS = Weights()
 
 
+# FTS5 ranks its own matches first (joining before would score each row through the join), then
+# the roots of this directory and the accepted status are applied.
 _SQLITE = """
-    SELECT c.id, c.name, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
-    FROM candidate_fts
-    JOIN candidate c ON c.id = candidate_fts.rowid
+    SELECT c.id, c.name, m.score
+    FROM (SELECT rowid AS id, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
+          FROM candidate_fts WHERE candidate_fts MATCH :match) m
+    JOIN candidate c ON c.id = m.id
     JOIN root r ON r.id = c.root_id
-    WHERE candidate_fts MATCH :match AND r.index_name = :index_name AND r.path IN :paths
-      AND c.status = 'accepted'
-    ORDER BY score DESC, c.id
+    WHERE r.index_name = :index_name AND r.path IN :paths AND c.status = 'accepted'
+    ORDER BY m.score DESC, c.id
     LIMIT :limit
 """
+_SQLITE_DOCUMENTS = "SELECT doc FROM candidate_fts_vocab WHERE term = :term"
+# Scoring a match costs FTS5 a read of its positions: a word most skills hold would make one
+# search read them all. Words are taken rarest first until this many matches, so a search's cost
+# follows its rare words; a common word adds little to a BM25 score anyway.
+MATCH_BUDGET = 1_000
 # ts_rank's weights run {D, C, B, A}; the vector holds name as A, description B, the rest C.
 # Normalization 1 divides by 1 + log(document length), so a long text does not win by size.
 _POSTGRESQL = """
@@ -60,7 +67,8 @@ def _statement(dialect: str) -> TextClause:
 
 
 def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
-            limit: int | None, weights: Weights | None = None) -> list[SearchMatch]:
+            limit: int | None, weights: Weights | None = None,
+            budget: int | None = None) -> list[SearchMatch]:
     """The accepted candidates of accepted candidates of these roots matching any of the terms,
     best first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
     if not terms or not paths:
@@ -76,8 +84,23 @@ def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequ
         if limit is None:
             params["limit"] = None
     else:
+        terms = _affordable(session, terms, MATCH_BUDGET if budget is None else budget)
         params["match"] = " OR ".join(f'"{term}"' for term in terms)
         params.update(w_name=weights.name, w_description=weights.description,
                       w_text=weights.text)
     rows = session.execute(_statement(dialect), params)
     return [SearchMatch(int(cid), str(name), float(score)) for cid, name, score in rows]
+
+
+def _affordable(session: Session, terms: Sequence[str], budget: int) -> list[str]:
+    """The rarest terms whose matches add up to at most `budget` (always the rarest one)."""
+    documents = {term: session.execute(text(_SQLITE_DOCUMENTS), {"term": term}).scalar() or 0
+                 for term in terms}
+    kept: list[str] = []
+    total = 0
+    for term in sorted(terms, key=documents.__getitem__):
+        if kept and total + documents[term] > budget:
+            break
+        kept.append(term)
+        total += documents[term]
+    return kept
