@@ -40,8 +40,9 @@ _SQLITE = """
 _SQLITE_DOCUMENTS = "SELECT doc FROM candidate_fts_vocab WHERE term = :term"
 # Scoring a match costs FTS5 a read of its positions: a word most skills hold would make one
 # search read them all. Words are taken rarest first until this many matches, so a search's cost
-# follows its rare words; a common word adds little to a BM25 score anyway.
-MATCH_BUDGET = 1_000
+# follows its rare words (a common word adds little to a BM25 score). The price is relevance in
+# a very large index, where a query's words are mostly common: see docs/decisions.md.
+MATCH_BUDGET = 2_000
 # ts_rank's weights run {D, C, B, A}; the vector holds name as A, description B, the rest C.
 # Normalization 1 divides by 1 + log(document length), so a long text does not win by size.
 _POSTGRESQL = """
