@@ -108,9 +108,9 @@ def test_rejections_show_the_folder_escaped(tree: Path) -> None:
 
 def test_explain_prints_one_line_per_fact_whatever_the_path_holds(tree: Path) -> None:
     lines = human("explain", "newline").splitlines()
-    assert len(lines) == 4  # the catalog line, the candidate, its reason, its one warning
+    assert len(lines) == 5  # the catalog line, its mode, the candidate, its reason, its warning
     assert lines[0].endswith("new\\nline/SKILL.md")
-    assert lines[3].endswith("differs from its directory 'new\\nline'")
+    assert lines[4].endswith("differs from its directory 'new\\nline'")
 
 
 def test_roots_show_a_missing_root_escaped(tree: Path) -> None:
