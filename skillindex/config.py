@@ -145,8 +145,6 @@ ALIASES = {
     "collisionPolicy": "collision_policy",
     "nativeDir": "native_dir",
     "contextFiles": "context_files",
-    "catalogOrder": "catalog_order",
-    "catalogUsageDays": "catalog_usage_days",
 }
 _SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name",
                                                     "reindex_timeout"}
