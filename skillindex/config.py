@@ -26,6 +26,7 @@ INTEGER_RANGES = {
     "max_skill_files": (1, INT32[1]),
     "max_file_bytes": (1, 2**63 - 1),
     "max_skill_bytes": (1, 2**63 - 1),
+    "catalog_usage_days": (1, 36_500),
 }
 MIB = 1 << 20
 
