@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import click
 
-from skillindex.cli.common import cli, json_option, options_of, print_json
+from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 
 
 @cli.group()
@@ -31,7 +31,7 @@ def _migration(action: str) -> Callable[..., None]:
         if options.json:
             print_json({"revision": current})
         else:
-            click.echo(current or "(empty database)")
+            echo(current or "(empty database)")
     return run
 
 
@@ -114,6 +114,6 @@ def grants(ctx: click.Context, indexer: str, agent: str, apply_them: bool,
         print_json({"applied": apply_them, "statements": done})
         return
     for statement in done:
-        click.echo(f"{statement};")
+        echo(f"{statement};")
     if apply_them:
-        click.echo(f"-- applied {len(done)} statements", err=True)
+        echo(f"-- applied {len(done)} statements", err=True)
