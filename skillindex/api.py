@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Literal, Self, overload
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from skillindex.config import (
@@ -58,7 +58,7 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, lockfile, modes, resolve, search, trust
+from skillindex.query import disclose, lockfile, modes, resolve, search, trust, winners
 from skillindex.query.catalog import FORMATS, Catalog, CatalogItem, build_ranked, with_omitted
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
@@ -69,7 +69,7 @@ from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key, usage_since
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
-from skillindex.store import audit, grants, migrate, queries
+from skillindex.store import audit, grants, migrate, queries, resolved
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
@@ -166,9 +166,69 @@ class SkillIndex:
                 return indexer.reindex(self.engine, roots, index_name=self.index_name,
                                        cwd=self.env.cwd, all_roots=all_roots,
                                        extra_problems=self.plan.problems, progress=progress,
-                                       lock=lock)
+                                       lock=lock, after_write=self._materialize)
         except SQLAlchemyError as exc:
             raise store_error(exc, "write the index", url=self.engine.url) from exc
+
+    @property
+    def _quarantining(self) -> bool:
+        """Whether a root here holds risky skills back until approved: then the winners
+        depend on approvals as well, and are resolved at each query, not stored."""
+        return any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in self.plan.roots)
+
+    def _rules(self) -> resolve.Rules:
+        return resolve.Rules.from_settings(self.settings)
+
+    def _materialize(self, session: Session, changed: Sequence[str]) -> None:
+        """In the reindex's write transaction: resolve this directory's roots, so that the
+        first listing after the reindex is a lookup."""
+        resolved.drop_sets_over(session, self.index_name, changed)
+        if self._quarantining:
+            return  # what is withheld depends on approvals, which change without a reindex
+        winners.ensure(session, self.index_name, self.plan.roots, self._rules())
+
+
+    def _resolution_set(self, session: Session) -> int | None:
+        """The id of the stored resolution of this directory's roots, resolving and storing
+        it first when there is none; None when it cannot be stored (a read-only database).
+
+        Ends `session`'s transaction when it has to write, so call it before other reads.
+        """
+        if self._quarantining:
+            return None
+        rules = self._rules()
+        found = winners.lookup(session, self.index_name, self.plan.roots, rules)
+        if found is not None:
+            return found
+        session.rollback()
+        try:
+            with self.engine.connect() as connection:
+                connection.execution_options(**IMMEDIATE)
+                with connection.begin(), Session(bind=connection) as writer:
+                    winners.ensure(writer, self.index_name, self.plan.roots, rules)
+        except IntegrityError:
+            pass  # another process stored the same resolution first
+        except SQLAlchemyError:
+            return None
+        return winners.lookup(session, self.index_name, self.plan.roots, rules)
+
+    def iter_winners(self, *, findings: bool = True) -> Iterator[Winner]:
+        """The winners in catalog order, read a page at a time from the stored resolution."""
+        with self._session() as session:
+            set_id = self._resolution_set(session)
+            if set_id is None:
+                yield from self.resolution(all_findings=findings).winners
+                return
+            yield from winners.Reader(session, set_id, self.plan.roots).winners(
+                findings=findings)
+
+    def collisions(self) -> list[resolve.Collision]:
+        """Every name more than one file of this directory's roots declares."""
+        with self._session() as session:
+            set_id = self._resolution_set(session)
+            if set_id is None:
+                return list(self.resolution(all_findings=False).collisions)
+            return winners.Reader(session, set_id, self.plan.roots).collisions()
 
     def candidates(self, *, code: str | None = None,
                    limit: int | None = None) -> list[Candidate]:
@@ -250,7 +310,7 @@ class SkillIndex:
 
     def winners(self) -> list[Winner]:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
-        return list(self.resolution().winners)
+        return list(self.iter_winners())
 
     def _resolution_of(self, name: str, *, all_findings: bool = True) -> Resolution:
         """The resolution of one name, from the candidates that can bear on it alone.
@@ -462,7 +522,7 @@ class SkillIndex:
 
     def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool,
                      words: Sequence[str] | None, usage: tuple[str, int] | None) -> str:
-        runs = queries.root_runs(db, self.index_name, self._root_paths())
+        runs = resolved.root_runs(db, self.index_name, self._root_paths())
         return catalog_key(limit=limit, fmt=fmt, has_read=has_read, runs=runs,
                            roots=self.plan.roots, settings=self.settings, words=words,
                            usage=usage)
@@ -511,7 +571,7 @@ class SkillIndex:
     def generation(self) -> str:
         """A value that changes whenever a reindex commits to one of this directory's roots."""
         with self._session() as session:
-            runs = queries.root_runs(session, self.index_name, self._root_paths())
+            runs = resolved.root_runs(session, self.index_name, self._root_paths())
         return ",".join(f"{run}" for _, run in runs)
 
     def append_event(self, record: AuditRecord) -> None:

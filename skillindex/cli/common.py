@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -186,6 +186,17 @@ def options_of(ctx: click.Context, as_json: bool = False) -> Options:
 def print_json(value: object) -> None:
     """JSON keeps every string exact; characters a terminal must not receive are `\\u` escapes."""
     click.echo(escape.json_safe(json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def print_json_array(items: Iterable[object]) -> None:
+    """A JSON array written as its items come, laid out as `print_json` lays out a list, so
+    that a long listing never has to be held whole."""
+    empty = True
+    for item in items:
+        text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        click.echo(("[\n  " if empty else ",\n  ") + text, nl=False)
+        empty = False
+    click.echo("[]" if empty else "\n]")
 
 
 session_option = click.option("--session", "session_id", metavar="ID",

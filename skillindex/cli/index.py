@@ -20,6 +20,7 @@ from skillindex.cli.common import (
     json_option,
     options_of,
     print_json,
+    print_json_array,
     table,
 )
 from skillindex.model import FindingCount
@@ -298,24 +299,25 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        resolution = index.resolution()
-        note = None if options.json else index.staleness()
-    if options.json:
-        print_json([winner.as_dict() for winner in resolution.winners])
-    elif not resolution.winners and note:
+        if options.json:
+            print_json_array(winner.as_dict() for winner in index.iter_winners())
+            return
+        rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
+                 finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
+        collisions = index.collisions()
+        note = index.staleness()
+    if not rows and note:
         echo(f"no skills in the catalog: {note}")
         note = None
-    elif not resolution.winners:
+    elif not rows:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
              "`skillindex explain NAME` why a skill is left out")
     else:
-        table(["name", "scope", "provider", "prec", "warnings", "path"],
-               [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
-                 finding_codes(w.candidate), w.candidate.path] for w in resolution.winners])
-    if resolution.collisions and not options.json:
+        table(["name", "scope", "provider", "prec", "warnings", "path"], rows)
+    if collisions:
         # One line, however many: each collision is data (`--json`: collision), and explain
         # tells the whole story of a name.
-        names = [c.name for c in resolution.collisions]
+        names = [c.name for c in collisions]
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         echo(f"note: {count(len(names), 'name')} declared by more than one skill ({shown}); "
              "`skillindex explain NAME` shows which one is used and why", err=True)

@@ -32,11 +32,14 @@ from skillindex.store.queries import RootWrite
 from skillindex.store.staging import Stage
 
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
+# Runs in the write transaction after the diff is applied, with the roots whose candidates changed.
+AfterWrite = Callable[[Session, Sequence[str]], None]
 
 
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
-            progress: Progress | None = None, lock: HeldLock | None = None) -> IndexReport:
+            progress: Progress | None = None, lock: HeldLock | None = None,
+            after_write: AfterWrite | None = None) -> IndexReport:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
@@ -63,6 +66,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     roots=writes, stage=stage,
                     counts={k: v for k, v in counts.items() if k != "rejudged"},
                     duration_s=time.perf_counter() - clock)
+                if after_write is not None:
+                    after_write(session, [str(w.spec.path) for w in writes if w.changed])
                 session.close()
         finally:
             stage.drop()

@@ -131,7 +131,7 @@ def resolve(candidates: Iterable[Candidate], roots: Sequence[RootSpec], rules: R
     if rules.policy not in COLLISION_POLICIES:
         raise ValueError(f"unknown collision policy {rules.policy!r}")
     specs = {spec.path: spec for spec in roots}
-    ranked = sorted((_rebase(c, specs.get(c.root)) for c in candidates), key=_rank)
+    ranked = sorted((rebase(c, specs.get(c.root)) for c in candidates), key=rank)
     verdicts: dict[int, Verdict] = {}
     first_copy: dict[Path, Candidate] = {}
     groups: dict[str, list[int]] = {}
@@ -153,8 +153,8 @@ def resolve(candidates: Iterable[Candidate], roots: Sequence[RootSpec], rules: R
     winners: dict[int, Winner] = {}
     for name, members in groups.items():
         group = [ranked[number] for number in members]
-        judged = _apply_policy(name, group, rules.policy, taken)
-        collision = _collision(name, rules.policy, judged)
+        judged = apply_policy(name, group, rules.policy, taken)
+        collision = collision_of(name, rules.policy, judged)
         if collision is not None:
             collisions.append(collision)
         for number, verdict in zip(members, judged, strict=True):
@@ -187,11 +187,11 @@ def _answers_to(candidate: Candidate, name: str) -> bool:
     return candidate.directory.name == name
 
 
-def _rank(candidate: Candidate) -> tuple[int, int, str]:
+def rank(candidate: Candidate) -> tuple[int, int, str]:
     return -candidate.precedence, candidate.position, str(candidate.path)
 
 
-def _rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:
+def rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:
     # The settings may have changed since the last reindex: the plan's precedence counts.
     if spec is None or (spec.precedence, spec.position, spec.scope, spec.provider) == (
             candidate.precedence, candidate.position, candidate.scope, candidate.provider):
@@ -207,21 +207,25 @@ def _screen(candidate: Candidate, spec: RootSpec | None, rules: Rules) -> Verdic
                   if f.severity is Severity.ERROR]
         return Verdict(candidate, Outcome.REJECTED,
                        "invalid: " + ("; ".join(errors) or "rejected at index time"))
+    screened = screen(candidate.name, candidate.enabled, spec, rules)
+    return None if screened is None else Verdict(candidate, *screened)
+
+
+def screen(name: str, enabled: bool, spec: RootSpec | None,
+           rules: Rules) -> tuple[Outcome, str] | None:
+    """Why an accepted candidate may not compete for its name (filters, then `enabled`)."""
     if not rules.enabled:
-        return Verdict(candidate, Outcome.FILTERED,
-                       "skills are switched off ([skills] enabled = false)")
+        return Outcome.FILTERED, "skills are switched off ([skills] enabled = false)"
     if spec is not None and spec.disabled_by is not None:
-        return Verdict(candidate, Outcome.FILTERED, f"source switched off ({spec.disabled_by})")
-    ignored = next((p for p in rules.ignored if fnmatchcase(candidate.name, p)), None)
+        return Outcome.FILTERED, f"source switched off ({spec.disabled_by})"
+    ignored = next((p for p in rules.ignored if fnmatchcase(name, p)), None)
     if ignored is not None:
-        return Verdict(candidate, Outcome.FILTERED,
-                       f"name matches ignored_skills pattern {ignored!r}")
-    if rules.included and not any(fnmatchcase(candidate.name, p) for p in rules.included):
+        return Outcome.FILTERED, f"name matches ignored_skills pattern {ignored!r}"
+    if rules.included and not any(fnmatchcase(name, p) for p in rules.included):
         patterns = ", ".join(repr(p) for p in rules.included)
-        return Verdict(candidate, Outcome.FILTERED,
-                       f"name matches no include_skills pattern ({patterns})")
-    if not candidate.enabled:
-        return Verdict(candidate, Outcome.DISABLED, "its frontmatter says enabled: false")
+        return Outcome.FILTERED, f"name matches no include_skills pattern ({patterns})"
+    if not enabled:
+        return Outcome.DISABLED, "its frontmatter says enabled: false"
     return None
 
 
@@ -247,7 +251,7 @@ def _within(candidate: Candidate) -> str:
         return str(candidate.path)
 
 
-def _apply_policy(name: str, group: list[Candidate], policy: str,
+def apply_policy(name: str, group: list[Candidate], policy: str,
                   taken: set[str]) -> list[Verdict]:
     top = group[0]
     if len(group) == 1:
@@ -328,7 +332,7 @@ def _qualified(name: str, group: list[Candidate], taken: set[str]) -> list[str]:
     return names
 
 
-def _collision(name: str, policy: str, judged: list[Verdict]) -> Collision | None:
+def collision_of(name: str, policy: str, judged: list[Verdict]) -> Collision | None:
     if len(judged) < 2:
         return None
     return Collision(name=name, policy=policy,

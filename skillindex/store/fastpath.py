@@ -6,6 +6,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from skillindex.store import sql
 from skillindex.store.revision import HEAD
 
 RootRuns = list[tuple[str, int]]
@@ -30,16 +31,14 @@ def cached_payload(path: str, index_name: str, roots: Sequence[str],
     except sqlite3.Error:
         return None
     try:
-        version = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        version = connection.execute(sql.SCHEMA_VERSION).fetchone()
         if version != (HEAD,):
             return None
-        marks = ", ".join("?" * len(roots))
+        statement, params = sql.root_runs(roots)
         runs = [(root, run or 0) for root, run in connection.execute(
-            f"SELECT path, last_run_id FROM root WHERE index_name = ? AND path IN ({marks}) "
-            "ORDER BY path", (index_name, *roots))]
+            statement, {"index_name": index_name, **params})]
         row = connection.execute(
-            "SELECT payload FROM catalog_cache WHERE index_name = ? AND key = ?",
-            (index_name, key_of(runs))).fetchone()
+            sql.CACHED_CATALOG, {"index_name": index_name, "key": key_of(runs)}).fetchone()
         return None if row is None else str(row[0])
     except sqlite3.Error:
         return None

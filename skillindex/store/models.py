@@ -228,6 +228,43 @@ class CatalogCache(Base):
     payload: Mapped[str] = mapped_column(Text)
 
 
+class ResolvedSet(Base):
+    """The resolution of one set of roots under one set of rules, as of the runs in its key.
+
+    Written by the reindex of a working directory whose roots these are, or by the first query
+    from one that was never resolved; `key` digests the planned roots, the runs that last
+    changed them and the resolution settings.
+    """
+
+    __tablename__ = "resolved_set"
+    __table_args__ = (UniqueConstraint("index_name", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100))
+    key: Mapped[str] = mapped_column(String(64))
+    roots: Mapped[str] = mapped_column(Text)  # JSON list of the root paths it covers
+    winners: Mapped[int] = mapped_column(Integer)
+
+
+class ResolvedWinner(Base):
+    """One winner of a resolved set, in catalog order, under its catalog name.
+
+    `candidate_id` has no foreign key: a set is keyed by the runs that wrote its roots, so a
+    candidate a later run replaced is only referenced by a set no key reaches any more (and the
+    reindex deletes those sets in the same transaction).
+    """
+
+    __tablename__ = "resolved_winner"
+    __table_args__ = (Index("ix_resolved_winner_name", "set_id", "name"),)
+
+    set_id: Mapped[int] = mapped_column(ForeignKey("resolved_set.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(Text)
+    candidate_id: Mapped[int] = mapped_column(Integer)
+    collision: Mapped[str | None] = mapped_column(Text)  # JSON, when the name was contested
+
+
 class LoadEvent(Base):
     """One disclosure attempt; the database refuses UPDATE and DELETE on this table.
 

@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, case, delete, func, insert, select, update
+from sqlalchemy import Executable, bindparam, case, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from skillindex import model
 from skillindex.index.scanner import KnownFile, KnownSkill
+from skillindex.store import sql
 from skillindex.store.models import (
     Approval,
     Base,
@@ -205,30 +206,11 @@ def candidates(session: Session, index_name: str, paths: Sequence[str] | None = 
     rows = session.execute(query, {"index_name": index_name, "paths": list(paths or ()),
                                    "code": code, "limit": limit,
                                    "names": list(names or ())}).all()
-    findings: dict[int, list[model.Finding]] = defaultdict(list)
     rejected = model.Status.REJECTED.value
-    wanted = [row[0] for row in rows if all_findings or row[6] == rejected]
-    for chunk in _chunks(wanted, 20_000):
-        for cid, found, severity, message in session.execute(_FINDINGS_OF, {"ids": chunk}):
-            findings[cid].append(model.Finding(found, model.Severity(severity), message))
-    # Parsing a path is the costliest step here: one Path per root, and per candidate only
-    # what cannot be derived from its SKILL.md path.
-    roots: dict[str, tuple[Path, model.Scope]] = {}
-    result = []
-    for (cid, name, description, skill_path, dir_path, real_path, state, enabled, manual,
-         root_path, scope, provider, precedence, position) in rows:
-        root = roots.get(root_path)
-        if root is None:
-            root = roots[root_path] = (Path(root_path), model.Scope(scope))
-        path = Path(skill_path)
-        directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
-        real = directory if real_path == dir_path else Path(real_path)
-        result.append(model.Candidate(
-            id=cid, name=name, description=description, path=path, directory=directory,
-            real_path=real, root=root[0], scope=root[1], provider=provider,
-            precedence=precedence, position=position, status=model.Status(state),
-            enabled=enabled, findings=tuple(findings.get(cid, ())),
-            model_invocation=not manual))
+    findings = findings_of(session, [row[0] for row in rows
+                                     if all_findings or row[6] == rejected])
+    roots: RootCache = {}
+    result = [candidate_of(row, roots, tuple(findings.get(row[0], ()))) for row in rows]
     result.sort(key=lambda c: (-c.precedence, c.position, str(c.path)))
     return result
 
@@ -259,6 +241,40 @@ def finding_counts(session: Session, index_name: str, paths: Sequence[str], *,
               for code, severity, number in session.execute(query)]
     counts.sort(key=lambda c: (-c.candidates, c.severity != model.Severity.ERROR, c.code))
     return counts
+
+
+RootCache = dict[str, tuple[Path, model.Scope]]
+
+
+def candidate_of(row: Sequence[Any], roots: RootCache,
+                 findings: tuple[model.Finding, ...] = ()) -> model.Candidate:
+    """A Candidate from the columns of `_candidates_query` (or `resolved.CANDIDATE_COLUMNS`).
+
+    Parsing a path is the costliest step here: one Path per root (kept in `roots`), and per
+    candidate only what cannot be derived from its SKILL.md path.
+    """
+    (cid, name, description, skill_path, dir_path, real_path, state, enabled, manual,
+     root_path, scope, provider, precedence, position) = row
+    root = roots.get(root_path)
+    if root is None:
+        root = roots[root_path] = (Path(root_path), model.Scope(scope))
+    path = Path(skill_path)
+    directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
+    real = directory if real_path == dir_path else Path(real_path)
+    return model.Candidate(
+        id=cid, name=name, description=description, path=path, directory=directory,
+        real_path=real, root=root[0], scope=root[1], provider=provider,
+        precedence=precedence, position=position, status=model.Status(state),
+        enabled=bool(enabled), findings=findings, model_invocation=not manual)
+
+
+def findings_of(session: Session, ids: list[int]) -> dict[int, list[model.Finding]]:
+    """The findings of these candidates, in the order they were written."""
+    found: dict[int, list[model.Finding]] = defaultdict(list)
+    for chunk in _chunks(ids, 20_000):
+        for cid, code, severity, message in session.execute(_FINDINGS_OF, {"ids": chunk}):
+            found[cid].append(model.Finding(code, model.Severity(severity), message))
+    return found
 
 
 def root_states(session: Session, index_name: str,
@@ -310,17 +326,9 @@ def root_scans(session: Session, index_name: str,
             for path, present, started in rows}
 
 
-def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
-    """The last run that wrote each of these roots: what a cached catalog depends on."""
-    return [(path, run or 0) for path, run in session.execute(
-        select(Root.path, Root.last_run_id)
-        .where(Root.index_name == index_name, Root.path.in_(list(paths))).order_by(Root.path))]
-
-
 def cached_catalog(session: Session, index_name: str, key: str) -> str | None:
-    return session.execute(
-        select(CatalogCache.payload).where(CatalogCache.index_name == index_name,
-                                           CatalogCache.key == key)).scalar()
+    return session.execute(text(sql.CACHED_CATALOG),
+                           {"index_name": index_name, "key": key}).scalar()
 
 
 def store_catalog(session: Session, index_name: str, key: str, payload: str) -> None:
@@ -337,11 +345,7 @@ def store_catalog(session: Session, index_name: str, key: str, payload: str) -> 
                                                    CatalogCache.id <= new_id - CACHED_CATALOGS))
 
 
-# Built once: on the read path, building a statement costs more than running it.
-_MANIFEST_FILE = (
-    select(Resource.rel_path, Resource.size, Resource.xxh3, Resource.sha256)
-    .where(Resource.candidate_id == bindparam("candidate_id"),
-           Resource.rel_path == bindparam("rel_path")))
+_MANIFEST_FILE = text(sql.MANIFEST_FILE)  # shared with the start-up path
 
 
 def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.ManifestFile | None:
@@ -431,9 +435,9 @@ def frontmatters(session: Session, candidate_ids: Sequence[int]) -> dict[int, st
     """The stored frontmatter (JSON text) of these candidates."""
     found: dict[int, str | None] = {}
     for chunk in _chunks(list(candidate_ids), 20_000):
-        for cid, text in session.execute(
+        for cid, stored in session.execute(
                 select(Candidate.id, Candidate.frontmatter).where(Candidate.id.in_(chunk))):
-            found[cid] = text
+            found[cid] = stored
     return found
 
 

@@ -1,0 +1,155 @@
+"""Materializes the resolution of a set of roots in the store and reads its winners back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from skillindex.config import COLLISION_POLICIES
+from skillindex.model import Candidate, Finding, RootSpec, Status
+from skillindex.query import resolve
+from skillindex.query.resolve import Collision, Rules, Winner
+from skillindex.store import queries, resolved
+
+# Part of every resolution's key: bump it when the policy's results change.
+RESOLUTION_VERSION = 1
+PAGE = 2_000
+Row = tuple[int, str, bool, str, str, str]  # id, name, enabled, root, SKILL.md, real directory
+Materialized = tuple[str, int, str | None]  # catalog name, candidate id, collision JSON
+
+
+def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
+    """What a resolution depends on: the planned roots, the runs that last changed them, rules."""
+    text = repr((RESOLUTION_VERSION, list(runs), tuple(roots), rules))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _key(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> str:
+    runs = resolved.root_runs(session, index_name, [str(spec.path) for spec in roots])
+    return set_key(runs, roots, rules)
+
+
+def lookup(session: Session, index_name: str, roots: Sequence[RootSpec],
+           rules: Rules) -> int | None:
+    """The stored resolution of these roots under these rules, as the index is now; or None."""
+    return resolved.set_id(session, index_name, _key(session, index_name, roots, rules))
+
+
+def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> int:
+    """The stored resolution's id, resolving and storing it first when there is none.
+
+    Run it in a write transaction (a reindex's, or one of its own).
+    """
+    key = _key(session, index_name, roots, rules)
+    found = resolved.set_id(session, index_name, key)
+    if found is not None:
+        return found
+    paths = [str(spec.path) for spec in roots]
+    rows = resolved.resolvable(session, index_name, paths)
+    return resolved.store_set(session, index_name, key, paths, materialize(rows, roots, rules))
+
+
+def materialize(rows: Sequence[Row], roots: Sequence[RootSpec],
+                rules: Rules) -> list[Materialized]:
+    """The winners `resolve.resolve` would give, in its order, from a few columns per candidate.
+
+    Names declared once (nearly all of them) need no Candidate at all; only the candidates of a
+    contested name are built, and the policy of `resolve` judges them.
+    """
+    if rules.policy not in COLLISION_POLICIES:
+        raise ValueError(f"unknown collision policy {rules.policy!r}")
+    specs = {str(spec.path): spec for spec in roots}
+
+    def rank(row: Row) -> tuple[int, int, str]:
+        spec = specs[row[3]]
+        return -spec.precedence, spec.position, row[4]
+
+    ranked = sorted((row for row in rows if row[3] in specs), key=rank)
+    first_copy: set[str] = set()
+    groups: dict[str, list[int]] = {}
+    for number, (_cid, name, enabled, root, _skill, real) in enumerate(ranked):
+        if resolve.screen(name, enabled, specs[root], rules) is not None or real in first_copy:
+            continue
+        first_copy.add(real)
+        groups.setdefault(name, []).append(number)
+    taken = set(groups)
+    winners: dict[int, Materialized] = {}
+    for name, members in groups.items():
+        if len(members) == 1:
+            winners[members[0]] = (name, ranked[members[0]][0], None)
+            continue
+        group = [_candidate(ranked[number], specs) for number in members]
+        judged = resolve.apply_policy(name, group, rules.policy, taken)
+        collision = resolve.collision_of(name, rules.policy, judged)
+        text = None if collision is None else json.dumps(collision.as_dict())
+        for number, verdict in zip(members, judged, strict=True):
+            if verdict.outcome is resolve.Outcome.WINNER:
+                winners[number] = (verdict.name or name, ranked[number][0], text)
+    return [winners[number] for number in sorted(winners)]
+
+
+def _candidate(row: Row, specs: dict[str, RootSpec]) -> Candidate:
+    cid, name, enabled, root, skill, real = row
+    spec = specs[root]
+    path = Path(skill)
+    return Candidate(name=name, description=None, path=path, directory=path.parent,
+                     real_path=Path(real), root=spec.path, scope=spec.scope,
+                     provider=spec.provider, precedence=spec.precedence, position=spec.position,
+                     status=Status.ACCEPTED, enabled=enabled, id=cid)
+
+
+def collision_of(text: str | None) -> Collision | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Collision(name=data["name"], policy=data["policy"],
+                     paths=tuple(Path(p) for p in data["paths"]),
+                     kept=tuple(Path(p) for p in data["kept"]))
+
+
+class Reader:
+    """Winners of one stored resolution, as Winner values rebased on the planned roots."""
+
+    def __init__(self, session: Session, set_id: int, roots: Sequence[RootSpec]) -> None:
+        self.session = session
+        self.set_id = set_id
+        self.specs = {spec.path: spec for spec in roots}
+        self._roots: queries.RootCache = {}
+
+    def _winner(self, name: str, collision: str | None, columns: Sequence[object],
+                findings: tuple[Finding, ...] = ()) -> Winner:
+        candidate = queries.candidate_of(columns, self._roots, findings)
+        candidate = resolve.rebase(candidate, self.specs.get(candidate.root))
+        return Winner(name, candidate, collision_of(collision))
+
+    def winner(self, name: str) -> Winner | None:
+        row = resolved.winner_row(self.session, self.set_id, name)
+        if row is None:
+            return None
+        return self._winner(row[0], row[1], row[2:])
+
+    def winners(self, *, findings: bool = True) -> Iterator[Winner]:
+        """Every winner in catalog order, a page at a time (memory stays flat)."""
+        after = 0
+        while True:
+            page = resolved.winners_page(self.session, self.set_id, after, PAGE)
+            if not page:
+                return
+            found = (queries.findings_of(self.session, [row[3] for row in page])
+                     if findings else {})
+            for row in page:
+                yield self._winner(row[1], row[2], row[3:], tuple(found.get(row[3], ())))
+            after = int(page[-1][0])
+
+    def collisions(self) -> list[Collision]:
+        seen: dict[str, Collision] = {}
+        for text in resolved.collisions(self.session, self.set_id):
+            collision = collision_of(text)
+            if collision is not None:
+                seen.setdefault(collision.name, collision)
+        return list(seen.values())
+

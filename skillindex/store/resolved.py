@@ -1,0 +1,101 @@
+"""The SQL of materialized resolutions: stored root sets and their winners, read in order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert, select, text
+from sqlalchemy.orm import Session
+
+from skillindex.store import sql
+from skillindex.store.models import Candidate, ResolvedSet, ResolvedWinner, Root
+
+RESOLVED_SETS = 32  # resolutions kept per index (working directories and settings seen)
+
+def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
+    """The last run that changed each of these roots: what a resolution depends on."""
+    statement, params = sql.root_runs(paths)
+    return [(path, run or 0) for path, run in session.execute(
+        text(statement), {"index_name": index_name, **params})]
+
+
+def set_id(session: Session, index_name: str, key: str) -> int | None:
+    found = session.execute(text(sql.SET_BY_KEY), {"index_name": index_name, "key": key}).scalar()
+    return None if found is None else int(found)
+
+
+def resolvable(session: Session, index_name: str,
+               paths: Sequence[str]) -> list[tuple[int, str, bool, str, str, str]]:
+    """What resolution needs of every accepted, named candidate of these roots:
+    (id, name, enabled, root path, SKILL.md path, real directory)."""
+    if not paths:
+        return []
+    rows = session.execute(
+        select(Candidate.id, Candidate.name, Candidate.enabled, Root.path, Candidate.skill_path,
+               Candidate.real_path)
+        .join(Root, Root.id == Candidate.root_id)
+        .where(Root.index_name == index_name, Root.path.in_(list(paths)),
+               Candidate.status == "accepted", Candidate.name.is_not(None)))
+    return [(int(cid), str(name), bool(enabled), root, skill, real)
+            for cid, name, enabled, root, skill, real in rows]
+
+
+def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
+              winners: Iterable[tuple[str, int, str | None]]) -> int:
+    """Write one resolution: (catalog name, candidate id, collision JSON) in catalog order."""
+    rows = [{"ordinal": ordinal, "name": name, "candidate_id": cid, "collision": collision}
+            for ordinal, (name, cid, collision) in enumerate(winners, start=1)]
+    new_id = int(session.execute(
+        insert(ResolvedSet).returning(ResolvedSet.id),
+        [{"index_name": index_name, "key": key, "roots": json.dumps(sorted(roots)),
+          "winners": len(rows)}]).scalar_one())
+    for start in range(0, len(rows), 10_000):
+        chunk = rows[start:start + 10_000]
+        for row in chunk:
+            row["set_id"] = new_id
+        session.execute(insert(ResolvedWinner), chunk)
+    # Hosts in ever new directories (or settings) must not grow the table without bound.
+    old = [sid for (sid,) in session.execute(
+        select(ResolvedSet.id).where(ResolvedSet.index_name == index_name,
+                                     ResolvedSet.id <= new_id - RESOLVED_SETS))]
+    if old:
+        drop_sets(session, old)
+    return new_id
+
+
+def drop_sets(session: Session, ids: Sequence[int]) -> None:
+    # Winners first: a cascade needs foreign keys on, which a raw connection may not have.
+    session.execute(delete(ResolvedWinner).where(ResolvedWinner.set_id.in_(list(ids))))
+    session.execute(delete(ResolvedSet).where(ResolvedSet.id.in_(list(ids))))
+
+
+def drop_sets_over(session: Session, index_name: str, paths: Iterable[str]) -> None:
+    """Delete the resolutions that cover any of these roots (their candidates changed)."""
+    changed = set(paths)
+    if not changed:
+        return
+    stale = [sid for sid, roots in session.execute(
+        select(ResolvedSet.id, ResolvedSet.roots).where(ResolvedSet.index_name == index_name))
+        if changed.intersection(json.loads(roots))]
+    if stale:
+        drop_sets(session, stale)
+
+
+def winner_row(session: Session, set_id: int, name: str) -> Any:
+    return session.execute(text(sql.WINNER_BY_NAME), {"set_id": set_id, "name": name}).first()
+
+
+def catalog_items(session: Session, set_id: int) -> list[tuple[str, str | None, str]]:
+    return [(str(name), description, str(path)) for name, description, path in
+            session.execute(text(sql.CATALOG_ITEMS), {"set_id": set_id})]
+
+
+def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:
+    return list(session.execute(text(sql.WINNERS_PAGE),
+                                {"set_id": set_id, "after": after, "limit": limit}))
+
+
+def collisions(session: Session, set_id: int) -> list[str]:
+    return [str(value) for (value,) in session.execute(text(sql.COLLISIONS), {"set_id": set_id})]
