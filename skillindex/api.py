@@ -143,10 +143,15 @@ class SkillIndex:
         except SQLAlchemyError as exc:
             raise store_error(exc, doing, url=self.engine.url) from exc
 
-    def reindex(self, *, all_roots: bool = False, progress: Progress | None = None,
-                wait: bool = True, timeout: float | None = None,
-                on_wait: OnWait | None = None) -> IndexReport:
+    def reindex(self, *, all_roots: bool = False, paths: Iterable[str | Path] | None = None,
+                progress: Progress | None = None, wait: bool = True,
+                timeout: float | None = None, on_wait: OnWait | None = None) -> IndexReport:
         """Rescan the roots of this working directory (every known root with `all_roots`).
+
+        With `paths` (files or directories that changed), only the skill directories holding
+        them are scanned again, in the same one-transaction way; a path that is a root, lies
+        above one, or belongs to a root never indexed rescans that whole root, and a path under
+        no root changes nothing.
 
         One reindex of an index runs at a time, across every host sharing the database: while
         another holds the index's lock this one waits (`on_wait(holder)` is told once) up to
@@ -158,15 +163,21 @@ class SkillIndex:
             with reindex_lock(self.engine, self.index_name, wait=wait, timeout=limit,
                               on_wait=on_wait) as lock:
                 roots = list(self.plan.roots)
-                if all_roots:
-                    planned = {spec.path for spec in roots}
+                targets = None
+                if all_roots or paths is not None:
                     with self._session() as session:
                         stored = queries.stored_roots(session, self.index_name)
-                    roots.extend(spec for spec in stored if spec.path not in planned)
+                    if all_roots:
+                        planned = {spec.path for spec in roots}
+                        roots.extend(spec for spec in stored if spec.path not in planned)
+                    if paths is not None:
+                        targets = indexer.targets_of(paths, roots,
+                                                     {str(spec.path) for spec in stored})
                 return indexer.reindex(self.engine, roots, index_name=self.index_name,
                                        cwd=self.env.cwd, all_roots=all_roots,
                                        extra_problems=self.plan.problems, progress=progress,
-                                       lock=lock, after_write=self._materialize)
+                                       lock=lock, after_write=self._materialize,
+                                       targets=targets)
         except SQLAlchemyError as exc:
             raise store_error(exc, "write the index", url=self.engine.url) from exc
 

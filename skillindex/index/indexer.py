@@ -6,7 +6,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,8 @@ from skillindex.store.queries import RootWrite
 from skillindex.store.staging import Stage
 
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
+# Per root path, the entries directly under it to rescan (None: all of them).
+Targets = Mapping[str, frozenset[str] | None]
 # Runs in the write transaction after the diff is applied, with the roots whose candidates changed.
 AfterWrite = Callable[[Session, Sequence[str]], None]
 
@@ -39,7 +41,10 @@ AfterWrite = Callable[[Session, Sequence[str]], None]
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
             progress: Progress | None = None, lock: HeldLock | None = None,
-            after_write: AfterWrite | None = None) -> IndexReport:
+            after_write: AfterWrite | None = None,
+            targets: Targets | None = None) -> IndexReport:
+    """Scan `roots` (with `targets`, only the named entries of the named roots) and write the
+    difference to the store in one transaction."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
@@ -49,7 +54,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
         try:
             writes, problems, counts = _scan(
                 roots, known, stage, extra_problems=extra_problems, progress=progress,
-                lookup=lambda candidate_id: queries.manifest(reader, candidate_id))
+                lookup=lambda candidate_id: queries.manifest(reader, candidate_id),
+                targets=targets)
             reader.close()  # its snapshot is not needed for the write
             # On SQLite the write lock is taken at BEGIN, so the lock check below cannot be
             # overtaken by another writer before this transaction commits.
@@ -75,11 +81,37 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                        roots=len(writes), problems=tuple(problems), **counts)
 
 
+def targets_of(paths: Iterable[str | os.PathLike[str]], roots: Sequence[RootSpec],
+               indexed: Collection[str]) -> dict[str, frozenset[str] | None]:
+    """Which entries of which roots a change to `paths` can affect.
+
+    A path inside a root names the entry directly under the root that holds it (a skill
+    directory, or a group of them); a root itself, a path above it, or a root that was never
+    indexed means the whole root. Paths under no root affect nothing.
+    """
+    targets: dict[str, frozenset[str] | None] = {}
+    for raw in paths:
+        path = os.path.abspath(os.fspath(raw))
+        for spec in roots:
+            root = str(spec.path)
+            inside = path.startswith(root + os.sep)
+            above = path == root or root.startswith(path.rstrip(os.sep) + os.sep)
+            if not inside and not above:
+                continue
+            if above or root not in indexed:
+                targets[root] = None
+            elif targets.get(root, frozenset()) is not None:
+                entry = path[len(root) + 1:].split(os.sep, 1)[0]
+                targets[root] = (targets.get(root) or frozenset()) | {entry}
+    return targets
+
+
 def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], stage: Stage, *,
           extra_problems: Sequence[ScanProblem], progress: Progress | None,
-          lookup: Callable[[int], dict[str, KnownFile]],
+          lookup: Callable[[int], dict[str, KnownFile]], targets: Targets | None = None,
           ) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
-    """Walk every root; stage each new or changed candidate as soon as it is judged."""
+    """Walk every root (or the targeted entries); stage each new or changed candidate as soon
+    as it is judged."""
     # What the last run found; a root never indexed counts the folders it holds.
     expected = sum(len(known[str(spec.path)]) if str(spec.path) in known
                    else estimate_skills(spec.path) for spec in roots) or None
@@ -88,12 +120,15 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
     writes: list[RootWrite] = []
     problems: list[ScanProblem] = list(extra_problems)
     for spec in roots:
+        if targets is not None and str(spec.path) not in targets:
+            continue
+        only = None if targets is None else targets[str(spec.path)]
         root_known = known.get(str(spec.path), {})
         rules_key = policy.rules_key(spec)
         result = RootScan(spec)
-        write = RootWrite(spec, True, result.problems)
+        write = RootWrite(spec, True, result.problems, partial=only)
         seen: set[str] = set()
-        for scan in scan_root(spec, result, root_known, rules_key, lookup):
+        for scan in scan_root(spec, result, root_known, rules_key, lookup, only):
             seen.add(scan.rel_dir)
             counts["seen"] += 1
             counts["files_read"] += scan.files_read
@@ -113,7 +148,8 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
                 write.staged += 1
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
-        gone = [skill.candidate_id for rel, skill in root_known.items() if rel not in seen]
+        gone = [skill.candidate_id for rel, skill in root_known.items()
+                if rel not in seen and (only is None or rel.split("/", 1)[0] in only)]
         counts["removed"] += len(gone)
         write.removed.extend(gone)
         write.present = result.present

@@ -6,7 +6,7 @@ import errno
 import operator
 import os
 import stat as stat_module
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,8 +132,10 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def scan_root(spec: RootSpec, result: RootScan, known: Mapping[str, KnownSkill],
-              rules_key: str, lookup: FileLookup) -> Iterator[SkillScan]:
-    """Yield every skill directory under the root; problems and presence land in `result`."""
+              rules_key: str, lookup: FileLookup,
+              only: Collection[str] | None = None) -> Iterator[SkillScan]:
+    """Yield every skill directory under the root (only under the entries named in `only`,
+    when given); problems and presence land in `result`."""
     root = str(spec.path)
     try:
         entries = _sorted_entries(root)
@@ -149,6 +151,8 @@ def scan_root(spec: RootSpec, result: RootScan, known: Mapping[str, KnownSkill],
         result.problems.append(ScanProblem(spec.path, spec.path, "unreadable",
                                            f"cannot list the root: {exc.strerror}"))
         return
+    if only is not None:
+        entries = [entry for entry in entries if entry.name in only]
     real_root = os.path.realpath(root)
     walk = _RootWalk(spec, result, known, rules_key, lookup)
     yield from walk.directory(entries, "", real_root, 1, [real_root])

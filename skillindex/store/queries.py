@@ -43,6 +43,7 @@ class RootWrite:
     problems: Sequence[model.ScanProblem]
     removed: list[int] = field(default_factory=list)  # candidate ids that disappeared or changed
     staged: int = 0  # candidates of this root staged as new or changed
+    partial: frozenset[str] | None = None  # only these entries under the root were scanned
 
     @property
     def changed(self) -> bool:
@@ -98,6 +99,23 @@ def _spec(root: Root) -> model.RootSpec:
         validation=model.Validation(root.validation), name_prefix=root.name_prefix)
 
 
+def _clear_scan_issues(session: Session, roots: Sequence[RootWrite],
+                       root_ids: dict[str, int]) -> None:
+    """Forget the problems of what was scanned again: whole roots, or the targeted entries."""
+    whole = [root_ids[str(w.spec.path)] for w in roots if w.partial is None]
+    session.execute(delete(ScanIssue).where(ScanIssue.root_id.in_(whole)))
+    for write in roots:
+        if write.partial is None:
+            continue
+        tops = [os.path.join(write.spec.path, name) for name in write.partial]
+        stale = [issue for issue, path in session.execute(
+            select(ScanIssue.id, ScanIssue.path)
+            .where(ScanIssue.root_id == root_ids[str(write.spec.path)]))
+            if any(path == top or path.startswith(top + os.sep) for top in tops)]
+        if stale:
+            session.execute(delete(ScanIssue).where(ScanIssue.id.in_(stale)))
+
+
 def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                   finished_at: datetime, cwd: str, all_roots: bool, roots: Sequence[RootWrite],
                   stage: Stage, counts: dict[str, int], duration_s: float) -> int:
@@ -136,8 +154,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                 insert(Root).returning(Root.id),
                 [{"index_name": index_name, "path": path, **values}],
             ).scalar_one()
-    ids = list(root_ids.values())
-    session.execute(delete(ScanIssue).where(ScanIssue.root_id.in_(ids)))
+    _clear_scan_issues(session, roots, root_ids)
     issues = [{"root_id": root_ids[str(w.spec.path)], "path": str(p.path), "code": p.code,
                "message": p.message} for w in roots for p in w.problems]
     if issues:
