@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # Importing the command modules registers their commands on the group.
-from skillindex.cli import catalog, db, disclose, index, search, serve, trust
+from skillindex.cli import catalog, db, disclose, index, search, serve, trust, watch
 from skillindex.cli.common import cli
 
-__all__ = ["catalog", "cli", "db", "disclose", "index", "main", "search", "serve", "trust"]
+__all__ = ["catalog", "cli", "db", "disclose", "index", "main", "search", "serve", "trust",
+           "watch"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

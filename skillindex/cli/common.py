@@ -193,7 +193,8 @@ def print_json_array(items: Iterable[object]) -> None:
     that a long listing never has to be held whole."""
     empty = True
     for item in items:
-        text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        text = escape.json_safe(json.dumps(item, indent=2, ensure_ascii=False))
+        text = text.replace("\n", "\n  ")
         click.echo(("[\n  " if empty else ",\n  ") + text, nl=False)
         empty = False
     click.echo("[]" if empty else "\n]")

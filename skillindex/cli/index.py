@@ -91,9 +91,13 @@ def _duration(seconds: float) -> str:
 @click.option("--no-wait", is_flag=True,
               help="Fail at once if another process is reindexing this index (default: wait "
               "up to the reindex_timeout setting).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print nothing on success (for timers and hooks); problems still go to "
+              "stderr and the exit code tells the outcome.")
 @json_option
 @click.pass_context
-def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -> None:
+def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, quiet: bool,
+            as_json: bool) -> None:
     """Scan the roots of this directory and update the index.
 
     Only files that changed since the last reindex are read again.
@@ -102,10 +106,12 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
     Examples:
       skillindex reindex
       skillindex reindex --all --no-wait
+      skillindex reindex --quiet      # from cron, a systemd timer or a git hook
       skillindex --json reindex
     """
     options = options_of(ctx, as_json)
-    progress = _Progress() if sys.stderr.isatty() and not options.json else None
+    progress = (_Progress() if sys.stderr.isatty() and not options.json and not quiet
+                else None)
     with options.open(create=True) as index:
 
         def waiting(holder: str) -> None:
@@ -122,6 +128,11 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, as_json: bool) -
         reasons = index.finding_counts(rejected=True)[:3] if mostly_rejected else []
     if options.json:
         print_json(report.as_dict())
+        return
+    if quiet:
+        for problem in report.problems:
+            echo(f"skillindex: problem: {problem.path}: {problem.message} [{problem.code}]",
+                 err=True)
         return
     echo(
         f"indexed {count(report.seen, 'skill')} in {count(report.roots, 'root')}: "
