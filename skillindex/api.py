@@ -31,7 +31,7 @@ from skillindex.errors import (
     SkillNotFoundError,
     StoreError,
 )
-from skillindex.index import indexer, risk
+from skillindex.index import indexer, parallel, risk
 from skillindex.index.indexer import Progress
 from skillindex.index.scanner import ENTRY
 from skillindex.model import (
@@ -145,13 +145,18 @@ class SkillIndex:
 
     def reindex(self, *, all_roots: bool = False, paths: Iterable[str | Path] | None = None,
                 progress: Progress | None = None, wait: bool = True,
-                timeout: float | None = None, on_wait: OnWait | None = None) -> IndexReport:
+                timeout: float | None = None, on_wait: OnWait | None = None,
+                jobs: int | None = None) -> IndexReport:
         """Rescan the roots of this working directory (every known root with `all_roots`).
 
         With `paths` (files or directories that changed), only the skill directories holding
         them are scanned again, in the same one-transaction way; a path that is a root, lies
         above one, or belongs to a root never indexed rescans that whole root, and a path under
         no root changes nothing.
+
+        Skills the index does not know yet are read, hashed and parsed by `jobs` worker
+        processes (default: one per core) when a root holds enough of them; the writes stay
+        in this process, in one transaction.
 
         One reindex of an index runs at a time, across every host sharing the database: while
         another holds the index's lock this one waits (`on_wait(holder)` is told once) up to
@@ -177,7 +182,8 @@ class SkillIndex:
                                        cwd=self.env.cwd, all_roots=all_roots,
                                        extra_problems=self.plan.problems, progress=progress,
                                        lock=lock, after_write=self._materialize,
-                                       targets=targets)
+                                       targets=targets,
+                                       jobs=parallel.default_jobs() if jobs is None else jobs)
         except SQLAlchemyError as exc:
             raise store_error(exc, "write the index", url=self.engine.url) from exc
 

@@ -91,12 +91,14 @@ def _duration(seconds: float) -> str:
 @click.option("--no-wait", is_flag=True,
               help="Fail at once if another process is reindexing this index (default: wait "
               "up to the reindex_timeout setting).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N",
+              help="Worker processes that read and parse new skills (default: one per core).")
 @click.option("--quiet", "-q", is_flag=True,
               help="Print nothing on success (for timers and hooks); problems still go to "
               "stderr and the exit code tells the outcome.")
 @json_option
 @click.pass_context
-def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, quiet: bool,
+def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None, quiet: bool,
             as_json: bool) -> None:
     """Scan the roots of this directory and update the index.
 
@@ -107,6 +109,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, quiet: bool,
       skillindex reindex
       skillindex reindex --all --no-wait
       skillindex reindex --quiet      # from cron, a systemd timer or a git hook
+      skillindex reindex --jobs 1     # no worker processes
       skillindex --json reindex
     """
     options = options_of(ctx, as_json)
@@ -120,7 +123,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, quiet: bool,
 
         try:
             report = index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
-                                   on_wait=waiting)
+                                   on_wait=waiting, jobs=jobs)
         finally:
             if progress is not None:
                 progress.clear()

@@ -6,7 +6,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from skillindex.index import frontmatter, policy, risk, searchtext
+from skillindex.index import frontmatter, parallel, policy, risk, searchtext
 from skillindex.index.scanner import (
     ENTRY,
     KnownFile,
@@ -42,9 +43,10 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
             progress: Progress | None = None, lock: HeldLock | None = None,
             after_write: AfterWrite | None = None,
-            targets: Targets | None = None) -> IndexReport:
+            targets: Targets | None = None, jobs: int = 1) -> IndexReport:
     """Scan `roots` (with `targets`, only the named entries of the named roots) and write the
-    difference to the store in one transaction."""
+    difference to the store in one transaction; new skills are read, hashed and parsed by
+    `jobs` worker processes when there are enough of them."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
@@ -55,7 +57,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
             writes, problems, counts = _scan(
                 roots, known, stage, extra_problems=extra_problems, progress=progress,
                 lookup=lambda candidate_id: queries.manifest(reader, candidate_id),
-                targets=targets)
+                targets=targets, jobs=jobs)
             reader.close()  # its snapshot is not needed for the write
             # On SQLite the write lock is taken at BEGIN, so the lock check below cannot be
             # overtaken by another writer before this transaction commits.
@@ -109,7 +111,7 @@ def targets_of(paths: Iterable[str | os.PathLike[str]], roots: Sequence[RootSpec
 def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], stage: Stage, *,
           extra_problems: Sequence[ScanProblem], progress: Progress | None,
           lookup: Callable[[int], dict[str, KnownFile]], targets: Targets | None = None,
-          ) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
+          jobs: int = 1) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
     """Walk every root (or the targeted entries); stage each new or changed candidate as soon
     as it is judged."""
     # What the last run found; a root never indexed counts the folders it holds.
@@ -119,49 +121,88 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
               "files_read": 0, "rejudged": 0}
     writes: list[RootWrite] = []
     problems: list[ScanProblem] = list(extra_problems)
-    for spec in roots:
-        if targets is not None and str(spec.path) not in targets:
-            continue
-        only = None if targets is None else targets[str(spec.path)]
-        root_known = known.get(str(spec.path), {})
-        rules_key = policy.rules_key(spec)
-        result = RootScan(spec)
-        write = RootWrite(spec, True, result.problems, partial=only)
-        seen: set[str] = set()
-        for scan in scan_root(spec, result, root_known, rules_key, lookup, only):
-            seen.add(scan.rel_dir)
+    executor: Executor | None = None
+    try:
+        for spec in roots:
+            if targets is not None and str(spec.path) not in targets:
+                continue
+            if executor is None and jobs > 1:
+                executor = parallel.pool(jobs)
+            only = None if targets is None else targets[str(spec.path)]
+            write = _scan_root(spec, known.get(str(spec.path), {}), stage, counts, progress,
+                               expected, lookup, only, executor)
+            problems.extend(write.problems)
+            writes.append(write)
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+    return writes, problems, counts
+
+
+def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
+               counts: dict[str, int], progress: Progress | None, expected: int | None,
+               lookup: Callable[[int], dict[str, KnownFile]], only: frozenset[str] | None,
+               executor: Executor | None) -> RootWrite:
+    rules_key = policy.rules_key(spec)
+    result = RootScan(spec)
+    write = RootWrite(spec, True, result.problems, partial=only)
+    seen: set[str] = set()
+    shards: Iterator[parallel.Shard] = iter(())
+    walk_only = only
+    if executor is not None:
+        names, new = parallel.split_entries(str(spec.path),
+                                            {rel.split("/", 1)[0] for rel in root_known}, only)
+        if len(new) >= parallel.PARALLEL_MIN:
+            # Workers read, hash and parse what no stored manifest spares; this process walks
+            # the known skills meanwhile and stages every row.
+            shards = parallel.scan_shards(executor, spec, rules_key, new)
+            walk_only = names.difference(new)
+
+    def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],
+               previous: int | None, same_content: bool = False) -> None:
+        counts["rejected"] += row["status"] == Status.REJECTED.value
+        if previous is None:
+            counts["added"] += 1
+        else:
+            counts["rejudged" if same_content else "changed"] += 1
+            write.removed.append(previous)
+        stage.add(str(spec.path), row, previous, findings, resources)
+        write.staged += 1
+
+    for scan in scan_root(spec, result, root_known, rules_key, lookup, walk_only):
+        seen.add(scan.rel_dir)
+        counts["seen"] += 1
+        counts["files_read"] += scan.files_read
+        if scan.unchanged:
+            counts["unchanged"] += 1
+            counts["rejected"] += scan.known is not None and scan.known.rejected
+        else:
+            row, findings, resources = judge(scan, spec)
+            staged(scan.rel_dir, row, findings, resources,
+                   None if scan.known is None else scan.known.candidate_id, scan.same_content)
+        if progress is not None:
+            progress(counts["seen"], expected, str(spec.path))
+    for shard in shards:
+        result.problems.extend(shard.problems)
+        for item in shard.judged:
+            seen.add(item.rel_dir)
             counts["seen"] += 1
-            counts["files_read"] += scan.files_read
-            if scan.unchanged:
-                counts["unchanged"] += 1
-                counts["rejected"] += scan.known is not None and scan.known.rejected
-            else:
-                row, findings, resources = _judge(scan, spec)
-                counts["rejected"] += row["status"] == Status.REJECTED.value
-                previous = None if scan.known is None else scan.known.candidate_id
-                if previous is None:
-                    counts["added"] += 1
-                else:
-                    counts["rejudged" if scan.same_content else "changed"] += 1
-                    write.removed.append(previous)
-                stage.add(str(spec.path), row, previous, findings, resources)
-                write.staged += 1
+            counts["files_read"] += item.files_read
+            staged(item.rel_dir, item.row, item.findings, item.resources, None)
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
-        gone = [skill.candidate_id for rel, skill in root_known.items()
-                if rel not in seen and (only is None or rel.split("/", 1)[0] in only)]
-        counts["removed"] += len(gone)
-        write.removed.extend(gone)
-        write.present = result.present
-        problems.extend(result.problems)
-        writes.append(write)
-    return writes, problems, counts
+    gone = [skill.candidate_id for rel, skill in root_known.items()
+            if rel not in seen and (only is None or rel.split("/", 1)[0] in only)]
+    counts["removed"] += len(gone)
+    write.removed.extend(gone)
+    write.present = result.present
+    return write
 
 
 Row = dict[str, Any]
 
 
-def _judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
+def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
     """The candidate row, its findings and its manifest, ready to be staged."""
     fields: dict[str, Any] | None = None
     body = ""

@@ -1,0 +1,81 @@
+"""Scans new skill directories in worker processes: read, hash, parse and judge off the writer."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillindex.model import RootSpec, ScanProblem
+
+# Below this many new entries under a root, starting workers costs more than it saves.
+PARALLEL_MIN = 256
+SHARD = 64  # entries per task: small enough to keep memory flat, large enough to amortize
+
+
+@dataclass(slots=True)
+class Judged:
+    """One new skill, scanned and judged in a worker, ready to be staged."""
+
+    rel_dir: str
+    row: dict[str, Any]
+    findings: list[dict[str, Any]]
+    resources: list[dict[str, Any]]
+    files_read: int
+
+
+@dataclass(slots=True)
+class Shard:
+    judged: list[Judged] = field(default_factory=list)
+    problems: list[ScanProblem] = field(default_factory=list)
+
+
+def default_jobs() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def split_entries(root: str, known_tops: set[str],
+                  only: frozenset[str] | None) -> tuple[frozenset[str], list[str]]:
+    """The names directly under `root` to scan (all, or those in `only`), and among them the
+    ones that hold no skill the index knows, so that no stored manifest could spare a read."""
+    try:
+        with os.scandir(root) as entries:
+            names = {entry.name for entry in entries if not entry.name.startswith(".")}
+    except OSError:
+        return frozenset(), []
+    if only is not None:
+        names &= only
+    return frozenset(names), sorted(names - known_tops)
+
+
+def pool(jobs: int) -> Executor:
+    # spawn, not fork: the parent holds database connections and a lock heartbeat thread.
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+
+
+def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
+                names: Sequence[str]) -> Iterator[Shard]:
+    """The judged skills under these entries of the root, a shard at a time, as they finish."""
+    shards = [list(names[start:start + SHARD]) for start in range(0, len(names), SHARD)]
+    futures = [executor.submit(_scan_shard, spec, rules_key, shard) for shard in shards]
+    for future in futures:
+        yield future.result()
+
+
+def _scan_shard(spec: RootSpec, rules_key: str, names: list[str]) -> Shard:
+    from skillindex.index.indexer import judge  # noqa: PLC0415 (keeps the parent's import light)
+    from skillindex.index.scanner import RootScan, scan_root  # noqa: PLC0415
+
+    result = RootScan(spec)
+    shard = Shard(problems=result.problems)
+    for scan in scan_root(spec, result, {}, rules_key, lambda _cid: {}, frozenset(names)):
+        row, findings, resources = judge(scan, spec)
+        shard.judged.append(Judged(scan.rel_dir, row, findings, resources, scan.files_read))
+    return shard
