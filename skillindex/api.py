@@ -43,6 +43,7 @@ from skillindex.model import (
     ChainReport,
     ContextFile,
     Disclosure,
+    DriftItem,
     FindingCount,
     IndexReport,
     Level,
@@ -251,18 +252,12 @@ class SkillIndex:
                    limit: int | None = None) -> list[Candidate]:
         """Every candidate of the roots that apply here, valid or not, in precedence order;
         with `code`, those with a finding of that code; with `limit`, the first so many."""
-        _check_limit(limit)
-        with self._session() as session:
-            return queries.candidates(session, self.index_name, self._root_paths(), code=code,
-                                      limit=limit)
+        return list(self.iter_candidates(code=code, limit=limit))
 
     def rejections(self, *, code: str | None = None,
                    limit: int | None = None) -> list[Candidate]:
         """The rejected candidates, filtered as `candidates`."""
-        _check_limit(limit)
-        with self._session() as session:
-            return queries.candidates(session, self.index_name, self._root_paths(),
-                                      status=Status.REJECTED, code=code, limit=limit)
+        return list(self.iter_candidates(status=Status.REJECTED, code=code, limit=limit))
 
     def count(self, *, rejected: bool = False) -> int:
         """How many candidates (rejected ones with `rejected`) the roots here hold."""
@@ -308,6 +303,30 @@ class SkillIndex:
         some = "1 root" if len(stale) == 1 else f"{len(stale)} roots"
         return (f"{some} of this directory changed since the last reindex or never had one "
                 f"({paths}); `skillindex reindex` brings the index up to date")
+
+    def iter_candidates(self, *, status: Status | None = None, code: str | None = None,
+                        limit: int | None = None, page: int = 2_000) -> Iterator[Candidate]:
+        """The candidates of the roots that apply here in precedence order (filtered as
+        `candidates`), read a page at a time (root by root, each in path order), so memory
+        stays flat."""
+        _check_limit(limit)
+        left = limit
+        roots = sorted(self.plan.roots, key=lambda spec: (-spec.precedence, spec.position))
+        with self._session() as session:
+            for spec in roots:
+                after = ""
+                while True:
+                    found = queries.candidates_page(session, self.index_name, str(spec.path),
+                                                    after, page, status=status, code=code)
+                    for candidate in found:
+                        if left is not None:
+                            if left <= 0:
+                                return
+                            left -= 1
+                        yield resolve.rebase(candidate, spec)
+                    if len(found) < page:
+                        break
+                    after = str(found[-1].path)
 
     def roots(self) -> list[RootState]:
         with self._session() as session:
@@ -651,11 +670,29 @@ class SkillIndex:
             return disclose.skill_command(candidate, expected, joined or None, attempt=attempt)
 
     def verify(self) -> VerifyReport:
-        """Hash every indexed file of this directory's roots again and report any drift."""
-        with self._session() as session:
-            found = queries.candidates(session, self.index_name, self._root_paths())
-            manifests = queries.manifest_files(session, [c.id for c in found])
-        return disclose.verify(found, manifests)
+        """Hash every indexed file of this directory's roots again and report any drift.
+
+        Candidates and their manifests are read a page at a time: memory stays flat however
+        many skills the roots hold."""
+        skills = files = 0
+        drift: list[DriftItem] = []
+        page: list[Candidate] = []
+
+        def check() -> None:
+            nonlocal skills, files
+            with self._session() as session:
+                manifests = queries.manifest_files(session, [c.id for c in page])
+            part = disclose.verify(page, manifests)
+            skills, files = skills + part.skills, files + part.files
+            drift.extend(part.drift)
+            page.clear()
+
+        for candidate in self.iter_candidates():
+            page.append(candidate)
+            if len(page) >= 1_000:
+                check()
+        check()
+        return VerifyReport(skills=skills, files=files, drift=tuple(drift))
 
     def lock(self, previous: Mapping[str, LockEntry] | None = None) -> dict[str, LockEntry]:
         """Lock entries (`skills-lock.json`) for the catalog's winners, each folder hashed now.

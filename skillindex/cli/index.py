@@ -23,7 +23,7 @@ from skillindex.cli.common import (
     print_json_array,
     table,
 )
-from skillindex.model import FindingCount
+from skillindex.model import FindingCount, Status
 
 
 class _Progress:
@@ -205,6 +205,9 @@ def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int |
     with options.open() as index:
         if summary:
             counts, total = index.finding_counts(), index.count()
+        elif options.json:
+            print_json_array(c.as_dict() for c in index.iter_candidates(code=code, limit=limit))
+            return
         else:
             found = index.candidates(code=code, limit=limit)
     if summary:
@@ -212,8 +215,6 @@ def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int |
             print_json({"candidates": total, "codes": [c.as_dict() for c in counts]})
         else:
             _summary(counts, total, "candidate")
-    elif options.json:
-        print_json([c.as_dict() for c in found])
     elif not found:
         echo(f"no candidates with a {code} finding" if code else
              "no candidates indexed for this directory; run `skillindex reindex`")
@@ -240,6 +241,10 @@ def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int |
     with options.open() as index:
         if summary:
             counts, total = index.finding_counts(rejected=True), index.count(rejected=True)
+        elif options.json:
+            print_json_array(c.as_dict() for c in index.iter_candidates(
+                status=Status.REJECTED, code=code, limit=limit))
+            return
         else:
             found = index.rejections(code=code, limit=limit)
     if summary:
@@ -247,9 +252,6 @@ def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int |
             print_json({"rejected": total, "codes": [c.as_dict() for c in counts]})
         else:
             _summary(counts, total, "rejected skill")
-        return
-    if options.json:
-        print_json([c.as_dict() for c in found])
         return
     if not found:
         echo(f"no skills rejected with {code}" if code else "no rejected skills")

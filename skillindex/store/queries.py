@@ -171,7 +171,8 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
 
 @functools.cache
 def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
-                      by_code: bool = False, limited: bool = False) -> Executable:
+                      by_code: bool = False, limited: bool = False,
+                      paged: bool = False) -> Executable:
     # One statement per shape, built once: reads run this for every request. Looking up names,
     # `root_id + 0` keeps SQLite from walking every candidate of the roots to test their names
     # (it starts from the name index instead).
@@ -197,6 +198,10 @@ def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
         # The order the callers sort into (paths in the database's collation).
         query = query.order_by(Root.precedence.desc(), Root.position,
                                Candidate.skill_path).limit(bindparam("limit"))
+    if paged:
+        query = (query.where(Root.path == bindparam("root"),
+                             Candidate.skill_path > bindparam("after"))
+                 .order_by(Candidate.skill_path).limit(bindparam("limit")))
     built: Executable = query
     return built
 
@@ -258,6 +263,20 @@ def finding_counts(session: Session, index_name: str, paths: Sequence[str], *,
               for code, severity, number in session.execute(query)]
     counts.sort(key=lambda c: (-c.candidates, c.severity != model.Severity.ERROR, c.code))
     return counts
+
+
+def candidates_page(session: Session, index_name: str, root: str, after: str, limit: int, *,
+                    status: model.Status | None = None,
+                    code: str | None = None) -> list[model.Candidate]:
+    """Up to `limit` candidates of one root whose SKILL.md path sorts after `after`, in path
+    order, with their findings: a long listing read a page at a time."""
+    query = _candidates_query(False, None if status is None else status.value, False,
+                              code is not None, False, True)
+    rows = session.execute(query, {"index_name": index_name, "root": root, "after": after,
+                                   "limit": limit, "code": code}).all()
+    findings = findings_of(session, [row[0] for row in rows])
+    roots: RootCache = {}
+    return [candidate_of(row, roots, tuple(findings.get(row[0], ()))) for row in rows]
 
 
 RootCache = dict[str, tuple[Path, model.Scope]]
