@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from skillindex.model import RootSpec, ScanProblem
 # Below this many new entries under a root, starting workers costs more than it saves.
 PARALLEL_MIN = 256
 SHARD = 64  # entries per task: small enough to keep memory flat, large enough to amortize
+IN_FLIGHT = 8  # shards submitted ahead of the one being staged
 
 
 @dataclass(slots=True)
@@ -63,10 +66,16 @@ def pool(jobs: int) -> Executor:
 def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
                 names: Sequence[str]) -> Iterator[Shard]:
     """The judged skills under these entries of the root, a shard at a time, as they finish."""
-    shards = [list(names[start:start + SHARD]) for start in range(0, len(names), SHARD)]
-    futures = [executor.submit(_scan_shard, spec, rules_key, shard) for shard in shards]
-    for future in futures:
-        yield future.result()
+    shards = (list(names[start:start + SHARD]) for start in range(0, len(names), SHARD))
+    # A few shards in flight, not all: finished shards wait in memory until they are staged.
+    pending = deque(executor.submit(_scan_shard, spec, rules_key, shard)
+                    for shard in itertools.islice(shards, IN_FLIGHT))
+    while pending:
+        done = pending.popleft().result()
+        following = next(shards, None)
+        if following is not None:
+            pending.append(executor.submit(_scan_shard, spec, rules_key, following))
+        yield done
 
 
 def _scan_shard(spec: RootSpec, rules_key: str, names: list[str]) -> Shard:
