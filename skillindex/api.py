@@ -181,6 +181,7 @@ class SkillIndex:
                                                      {str(spec.path) for spec in stored})
                 return indexer.reindex(self.engine, roots, index_name=self.index_name,
                                        cwd=self.env.cwd, all_roots=all_roots,
+                                       limits=self.settings.limits,
                                        extra_problems=self.plan.problems, progress=progress,
                                        lock=lock, after_write=self._materialize,
                                        targets=targets,
@@ -586,6 +587,13 @@ class SkillIndex:
                 raise QuarantinedError(f"skill {ref.name} is {held.reason}", skill=ref.name)
         raise SkillNotFoundError(options[-1].name)
 
+    def _read_rules(self, candidate: Candidate) -> disclose.ReadRules:
+        """What the candidate's root allows a read (its settings as they are now)."""
+        allow = next((spec.allow_hardlinks for spec in self.plan.roots
+                      if spec.path == candidate.root), self.settings.allow_hardlinks)
+        return disclose.ReadRules(allow_hardlinks=allow,
+                                  max_file_bytes=self.settings.max_file_bytes)
+
     def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self._session() as session:
             return queries.manifest_file(session, candidate_id, rel_path)
@@ -654,7 +662,7 @@ class SkillIndex:
             attempt.aim(ref)
             expected = self._manifest_file(candidate.id, ref.file)
             return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
-                                     attempt=attempt)
+                                     attempt=attempt, rules=self._read_rules(candidate))
 
     def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,
                       session: str | None = None, reason: str | None = None) -> SkillCommand:
@@ -667,7 +675,8 @@ class SkillIndex:
                     "skill commands are switched off (enable_skill_commands = false)", skill=name)
             candidate = self._skill(name)
             expected = self._manifest_file(candidate.id, ENTRY)
-            return disclose.skill_command(candidate, expected, joined or None, attempt=attempt)
+            return disclose.skill_command(candidate, expected, joined or None, attempt=attempt,
+                                          rules=self._read_rules(candidate))
 
     def verify(self) -> VerifyReport:
         """Hash every indexed file of this directory's roots again and report any drift.
@@ -682,7 +691,7 @@ class SkillIndex:
             nonlocal skills, files
             with self._session() as session:
                 manifests = queries.manifest_files(session, [c.id for c in page])
-            part = disclose.verify(page, manifests)
+            part = disclose.verify(page, manifests, self.settings.limits)
             skills, files = skills + part.skills, files + part.files
             drift.extend(part.drift)
             page.clear()

@@ -74,12 +74,13 @@ class FindingCount:
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    """The identity of a file's version: unchanged when all four fields are unchanged."""
+    """The identity of a file's version: unchanged when all five fields are unchanged."""
 
     size: int
     mtime_ns: int
     inode: int
     device: int
+    ctime_ns: int | None = None  # None only in rows stored before ctime was recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,9 @@ class Limits:
     max_file_bytes: int = 16 << 20
     max_skill_files: int = 512
     max_skill_bytes: int = 16 << 20
+
+
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +118,8 @@ class ResourceEntry:
     rel_path: str
     kind: ResourceKind
     stat: FileStat
-    xxh3: str
-    sha256: str
+    xxh3: str | None  # None (both) for a file over the size limit: recorded, never read
+    sha256: str | None
     risks: str | None = None  # the risk rules' record of the file (index.risk.record)
 
 
@@ -268,8 +272,8 @@ class ManifestFile:
 
     rel_path: str
     size: int
-    xxh3: str
-    sha256: str
+    xxh3: str | None  # None (both) for a file over the size limit: never read, never disclosed
+    sha256: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,15 @@ from skillindex.index.scanner import (
     estimate_skills,
     scan_root,
 )
-from skillindex.model import IndexReport, RootSpec, ScanProblem, Severity, Status
+from skillindex.model import (
+    DEFAULT_LIMITS,
+    IndexReport,
+    Limits,
+    RootSpec,
+    ScanProblem,
+    Severity,
+    Status,
+)
 from skillindex.store import queries
 from skillindex.store.engine import IMMEDIATE
 from skillindex.store.lock import HeldLock
@@ -43,7 +51,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
             all_roots: bool = False, extra_problems: Sequence[ScanProblem] = (),
             progress: Progress | None = None, lock: HeldLock | None = None,
             after_write: AfterWrite | None = None,
-            targets: Targets | None = None, jobs: int = 1) -> IndexReport:
+            targets: Targets | None = None, jobs: int = 1,
+            limits: Limits = DEFAULT_LIMITS) -> IndexReport:
     """Scan `roots` (with `targets`, only the named entries of the named roots) and write the
     difference to the store in one transaction; new skills are read, hashed and parsed by
     `jobs` worker processes when there are enough of them."""
@@ -57,7 +66,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
             writes, problems, counts = _scan(
                 roots, known, stage, extra_problems=extra_problems, progress=progress,
                 lookup=lambda candidate_id: queries.manifest(reader, candidate_id),
-                targets=targets, jobs=jobs)
+                targets=targets, jobs=jobs, limits=limits)
             reader.close()  # its snapshot is not needed for the write
             # On SQLite the write lock is taken at BEGIN, so the lock check below cannot be
             # overtaken by another writer before this transaction commits.
@@ -111,7 +120,8 @@ def targets_of(paths: Iterable[str | os.PathLike[str]], roots: Sequence[RootSpec
 def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], stage: Stage, *,
           extra_problems: Sequence[ScanProblem], progress: Progress | None,
           lookup: Callable[[int], dict[str, KnownFile]], targets: Targets | None = None,
-          jobs: int = 1) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
+          jobs: int = 1, limits: Limits = DEFAULT_LIMITS,
+          ) -> tuple[list[RootWrite], list[ScanProblem], dict[str, int]]:
     """Walk every root (or the targeted entries); stage each new or changed candidate as soon
     as it is judged."""
     # What the last run found; a root never indexed counts the folders it holds.
@@ -130,7 +140,7 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
                 executor = parallel.pool(jobs)
             only = None if targets is None else targets[str(spec.path)]
             write = _scan_root(spec, known.get(str(spec.path), {}), stage, counts, progress,
-                               expected, lookup, only, executor)
+                               expected, lookup, only, executor, limits)
             problems.extend(write.problems)
             writes.append(write)
     finally:
@@ -142,7 +152,7 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
 def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
                counts: dict[str, int], progress: Progress | None, expected: int | None,
                lookup: Callable[[int], dict[str, KnownFile]], only: frozenset[str] | None,
-               executor: Executor | None) -> RootWrite:
+               executor: Executor | None, limits: Limits) -> RootWrite:
     rules_key = policy.rules_key(spec)
     result = RootScan(spec)
     write = RootWrite(spec, True, result.problems, partial=only)
@@ -155,7 +165,7 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
         if len(new) >= parallel.PARALLEL_MIN:
             # Workers read, hash and parse what no stored manifest spares; this process walks
             # the known skills meanwhile and stages every row.
-            shards = parallel.scan_shards(executor, spec, rules_key, new)
+            shards = parallel.scan_shards(executor, spec, rules_key, new, limits)
             walk_only = names.difference(new)
 
     def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],
@@ -169,7 +179,8 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
         stage.add(str(spec.path), row, previous, findings, resources)
         write.staged += 1
 
-    for scan in scan_root(spec, result, root_known, rules_key, lookup, walk_only):
+    for scan in scan_root(spec, result, root_known, rules_key, lookup, walk_only,
+                          limits=limits):
         seen.add(scan.rel_dir)
         counts["seen"] += 1
         counts["files_read"] += scan.files_read
@@ -231,6 +242,7 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "mtime_ns": entry.mtime_ns if entry else None,
         "inode": entry.inode if entry else None,
         "device": entry.device if entry else None,
+        "ctime_ns": entry.ctime_ns if entry else None,
         "xxh3": scan.entry_xxh3,
         "sha256": scan.entry_sha256,
         "search_text": searchtext.search_text(fields, body),
@@ -246,7 +258,8 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
                  for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
     resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
                   "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
-                  "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks}
+                  "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks,
+                  "ctime_ns": r.stat.ctime_ns}
                  for r in scan.resources]
     return row, findings, resources
 

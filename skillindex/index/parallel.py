@@ -11,7 +11,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillindex.model import RootSpec, ScanProblem
+from skillindex.model import Limits, RootSpec, ScanProblem
 
 # Below this many new entries under a root, starting workers costs more than it saves.
 PARALLEL_MIN = 256
@@ -64,27 +64,28 @@ def pool(jobs: int) -> Executor:
 
 
 def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
-                names: Sequence[str]) -> Iterator[Shard]:
+                names: Sequence[str], limits: Limits) -> Iterator[Shard]:
     """The judged skills under these entries of the root, a shard at a time, as they finish."""
     shards = (list(names[start:start + SHARD]) for start in range(0, len(names), SHARD))
     # A few shards in flight, not all: finished shards wait in memory until they are staged.
-    pending = deque(executor.submit(_scan_shard, spec, rules_key, shard)
+    pending = deque(executor.submit(_scan_shard, spec, rules_key, shard, limits)
                     for shard in itertools.islice(shards, IN_FLIGHT))
     while pending:
         done = pending.popleft().result()
         following = next(shards, None)
         if following is not None:
-            pending.append(executor.submit(_scan_shard, spec, rules_key, following))
+            pending.append(executor.submit(_scan_shard, spec, rules_key, following, limits))
         yield done
 
 
-def _scan_shard(spec: RootSpec, rules_key: str, names: list[str]) -> Shard:
+def _scan_shard(spec: RootSpec, rules_key: str, names: list[str], limits: Limits) -> Shard:
     from skillindex.index.indexer import judge  # noqa: PLC0415 (keeps the parent's import light)
     from skillindex.index.scanner import RootScan, scan_root  # noqa: PLC0415
 
     result = RootScan(spec)
     shard = Shard(problems=result.problems)
-    for scan in scan_root(spec, result, {}, rules_key, lambda _cid: {}, frozenset(names)):
+    for scan in scan_root(spec, result, {}, rules_key, lambda _cid: {}, frozenset(names),
+                          limits=limits):
         row, findings, resources = judge(scan, spec)
         shard.judged.append(Judged(scan.rel_dir, row, findings, resources, scan.files_read))
     return shard

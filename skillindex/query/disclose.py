@@ -6,6 +6,7 @@ import errno
 import hashlib
 import mimetypes
 import os
+import stat as stat_module
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from io import RawIOBase
@@ -22,7 +23,7 @@ from skillindex.errors import (
     UnindexedFileError,
 )
 from skillindex.index import frontmatter, hashing
-from skillindex.index.scanner import ENTRY, skill_files
+from skillindex.index.skilldir import ENTRY, realpath, skill_files
 from skillindex.model import (
     AuditRecord,
     Candidate,
@@ -30,6 +31,7 @@ from skillindex.model import (
     Drift,
     DriftItem,
     Level,
+    Limits,
     ManifestFile,
     SkillCommand,
     VerifyReport,
@@ -214,7 +216,7 @@ class Attempt:
                            path=storable(self.path))
 
 
-# I/O: containment on real paths, one read, comparison with the manifest.
+# I/O: containment on real paths, one read through a descriptor, comparison with the manifest.
 
 def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
@@ -223,13 +225,16 @@ def _inside(path: str, directory: str) -> bool:
 def contain(real_dir: Path, rel_path: str, *, skill: str) -> str:
     """The real path of `rel_path`, refused unless it stays inside the indexed skill directory."""
     indexed = os.path.normpath(real_dir)
-    anchor = os.path.realpath(indexed)
+    anchor = realpath(indexed)
     if anchor != indexed:
         raise PathRefusedError(
             f"skill {skill}: its directory {indexed} now resolves to {anchor}; reindex",
             skill=skill, path=rel_path)
-    target = os.path.realpath(os.path.join(anchor, rel_path))
-    if not _inside(target, anchor):
+    target = realpath(os.path.join(anchor, rel_path))
+    if target is None:
+        raise PathRefusedError(f"refused path {rel_path!r} in skill {skill}: it changed while "
+                               "it was resolved", skill=skill, path=rel_path)
+    if not _inside(target, anchor) or target == anchor:
         raise PathRefusedError(f"refused path {rel_path!r} in skill {skill}: it resolves outside "
                                "the skill directory", skill=skill, path=rel_path)
     return target
@@ -243,42 +248,85 @@ def _opened_path(fd: int) -> str | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ReadRules:
+    """What a root allows to be disclosed beyond the hash check (no defaults: callers decide)."""
+
+    allow_hardlinks: bool
+    max_file_bytes: int
+
+
+def _gone(expected: ManifestFile | None, skill: str, rel_path: str) -> Exception:
+    if expected is not None:
+        return DeletedFileError(f"{rel_path!r} of skill {skill} was indexed but is gone; "
+                                "reindex", skill=skill, path=rel_path)
+    return ResourceNotFoundError(skill, rel_path)
+
+
+def _refused(skill: str, rel_path: str, why: str) -> PathRefusedError:
+    return PathRefusedError(f"refused {rel_path!r} in skill {skill}: {why}", skill=skill,
+                            path=rel_path)
+
+
+def open_contained(within: str, path: str, expected: ManifestFile | None, *, skill: str,
+                   rel_path: str) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file `path` (a real path inside `within`), opened one segment
+    at a time beneath the skill directory's own descriptor without following any symlink, so
+    that what is read lies inside the skill even if the tree is changed meanwhile."""
+    try:
+        skill_dir = hashing.SkillDir(within)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _gone(expected, skill, rel_path) from None
+    except OSError as exc:
+        raise FileReadError(f"cannot open skill {skill}: {exc.strerror or exc}", skill=skill,
+                            path=rel_path) from exc
+    if not _inside(path, within) or path == within:
+        skill_dir.close()
+        raise _refused(skill, rel_path, "the file lies outside the skill")
+    with skill_dir:
+        opened = _opened_path(skill_dir.fd)
+        if opened is not None and opened != within:
+            raise _refused(skill, rel_path, f"the skill directory moved to {opened}")
+        beneath = path[len(within.rstrip(os.sep)) + 1:]
+        try:
+            # Judged before it is opened: a device or socket is never opened at all.
+            kind = skill_dir.lstat(beneath).st_mode
+            if stat_module.S_ISLNK(kind):
+                raise _refused(skill, rel_path, "it became a symlink")
+            if not stat_module.S_ISREG(kind):
+                raise _refused(skill, rel_path, "not a regular file")
+            return skill_dir.open(beneath)
+        except hashing.SpecialFileError:
+            raise _refused(skill, rel_path, "not a regular file") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise _gone(expected, skill, rel_path) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refused(skill, rel_path, "it became a symlink") from None
+            raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
+                                f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
+
+
 def read_verified(path: str, expected: ManifestFile | None, *, skill: str, rel_path: str,
-                  max_bytes: int | None, attempt: Attempt, within: str) -> bytes:
+                  max_bytes: int | None, attempt: Attempt, within: str,
+                  rules: ReadRules) -> bytes:
     """Read the file once and return its bytes only if they are the bytes that were indexed.
 
-    `within` is the skill's real directory: the file actually opened must lie inside it, which
-    closes the window between resolving the path and opening it (a directory swapped for a
-    symlink in between)."""
+    `within` is the skill's real directory: the file is opened beneath a descriptor of it,
+    and judged by the fstat of its own descriptor (links, size), not by its path."""
     attempt.path = path
-    try:
-        # The path is already resolved: a final symlink now means it was swapped in since.
-        fd, st = hashing.open_regular(path, follow_symlinks=False)
-    except hashing.SpecialFileError:
-        raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: not a regular file",
-                               skill=skill, path=rel_path) from None
-    except (FileNotFoundError, NotADirectoryError):
-        if expected is not None:
-            raise DeletedFileError(f"{rel_path!r} of skill {skill} was indexed but is gone; "
-                                   "reindex", skill=skill, path=rel_path) from None
-        raise ResourceNotFoundError(skill, rel_path) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: it became a symlink",
-                                   skill=skill, path=rel_path) from None
-        raise FileReadError(f"cannot read {rel_path!r} of skill {skill}: "
-                            f"{exc.strerror or exc}", skill=skill, path=rel_path) from exc
-    opened = _opened_path(fd)
-    if opened is not None and not _inside(opened, within):
-        os.close(fd)
-        raise PathRefusedError(f"refused {rel_path!r} in skill {skill}: the file opened lies "
-                               f"outside the skill ({opened})", skill=skill, path=rel_path)
+    fd, st = open_contained(within, path, expected, skill=skill, rel_path=rel_path)
     with os.fdopen(fd, "rb", buffering=0) as handle:
         if expected is None:
             # Not disclosed, but the audit row says what was found there.
             attempt.digest = _sha256_of_rest(handle, b"")
             raise UnindexedFileError(f"{rel_path!r} of skill {skill} is not in the index (added "
                                      "after the last reindex?)", skill=skill, path=rel_path)
+        if st.st_nlink > 1 and not rules.allow_hardlinks:
+            raise _refused(skill, rel_path, "it is hard-linked (it may be a file outside the "
+                           "skill); allow_hardlinks is off for its root")
+        if expected.sha256 is None or st.st_size > rules.max_file_bytes:
+            raise _too_large(st.st_size, rules.max_file_bytes, skill, rel_path)
         if max_bytes is not None and st.st_size > max_bytes:
             raise _too_large(st.st_size, max_bytes, skill, rel_path)
         # Never read past what the manifest (or the caller) allows: one byte more proves a change.
@@ -345,11 +393,12 @@ def _body(data: bytes, *, skill: str) -> str:
 
 
 def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFile | None, *,
-             max_bytes: int | None, attempt: Attempt) -> Disclosure:
+             max_bytes: int | None, attempt: Attempt, rules: ReadRules) -> Disclosure:
     """Level 2 (the body of SKILL.md) or level 3 (one file), verified against the manifest."""
     path = contain(candidate.real_path, ref.file, skill=ref.name)
     data = read_verified(path, expected, skill=ref.name, rel_path=ref.file, max_bytes=max_bytes,
-                         attempt=attempt, within=os.path.normpath(candidate.real_path))
+                         attempt=attempt, within=os.path.normpath(candidate.real_path),
+                         rules=rules)
     digest = attempt.digest or ""
     if ref.resource is None:
         text: str | None = _body(data, skill=ref.name)
@@ -368,13 +417,13 @@ def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFi
 
 
 def skill_command(candidate: Candidate, expected: ManifestFile | None, args: str | None, *,
-                  attempt: Attempt) -> SkillCommand:
+                  attempt: Attempt, rules: ReadRules) -> SkillCommand:
     """The `/skill:` message for a skill, its body read and verified exactly as `disclose`."""
     name = candidate.name or candidate.directory.name
     path = contain(candidate.real_path, ENTRY, skill=name)
     data = read_verified(path, expected, skill=name, rel_path=ENTRY, max_bytes=None,
                          within=os.path.normpath(candidate.real_path),
-                         attempt=attempt)
+                         attempt=attempt, rules=rules)
     body = _body(data, skill=name).strip()
     attempt.bytes = len(body.encode("utf-8"))
     return SkillCommand(name=name, path=candidate.path, args=args,
@@ -385,7 +434,7 @@ def skill_command(candidate: Candidate, expected: ManifestFile | None, args: str
 # Drift: every indexed file hashed again, the skill directories listed again.
 
 def verify(candidates: Sequence[Candidate],
-           manifests: Mapping[int, Sequence[ManifestFile]]) -> VerifyReport:
+           manifests: Mapping[int, Sequence[ManifestFile]], limits: Limits) -> VerifyReport:
     """Hash every indexed file again and list what changed, vanished or appeared."""
     drift: list[DriftItem] = []
     files = 0
@@ -399,7 +448,7 @@ def verify(candidates: Sequence[Candidate],
                 drift.append(DriftItem(name, entry.rel_path, problem,
                                        candidate.directory / entry.rel_path))
         try:
-            present = skill_files(candidate.real_path)
+            present = skill_files(candidate.real_path, limits)
         except OSError:
             continue  # the directory is gone or unreadable: its files are already missing
         known = {entry.rel_path for entry in manifest}
@@ -411,13 +460,19 @@ def verify(candidates: Sequence[Candidate],
 def _drift(real_dir: Path, entry: ManifestFile, *, skill: str) -> Drift | None:
     try:
         path = contain(real_dir, entry.rel_path, skill=skill)
-    except PathRefusedError:
-        return Drift.CHANGED
-    try:
-        read = hashing.read_file(path, keep_limit=-1, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
+        fd, st = open_contained(os.path.normpath(real_dir), path, entry, skill=skill,
+                                rel_path=entry.rel_path)
+    except DeletedFileError:
         return Drift.MISSING
-    except OSError:  # a special file, a swapped-in symlink, or no longer readable
+    except (PathRefusedError, FileReadError):  # now a symlink, special, or unreadable
+        return Drift.CHANGED
+    if st.st_size != entry.size or entry.sha256 is None:
+        # A file recorded by its size alone (over the limit) is compared by its size.
+        os.close(fd)
+        return Drift.CHANGED if st.st_size != entry.size else None
+    try:
+        read = hashing.read_open(fd, st, keep_limit=-1)
+    except OSError:
         return Drift.CHANGED
     if (read.stat.size, read.xxh3, read.sha256) != (entry.size, entry.xxh3, entry.sha256):
         return Drift.CHANGED

@@ -144,6 +144,7 @@ class Candidate(Base):
     device: Mapped[int | None] = mapped_column(FileId)
     xxh3: Mapped[str | None] = mapped_column(String(32))
     sha256: Mapped[str | None] = mapped_column(String(64))
+    ctime_ns: Mapped[int | None] = mapped_column(BigInteger)
     first_run_id: Mapped[int] = mapped_column(Integer)
     changed_run_id: Mapped[int] = mapped_column(Integer)
     # Text a search reads beside name and description: other frontmatter values and the body's
@@ -184,8 +185,10 @@ class Resource(Base):
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
     inode: Mapped[int] = mapped_column(FileId)
     device: Mapped[int] = mapped_column(FileId)
-    xxh3: Mapped[str] = mapped_column(String(32))
-    sha256: Mapped[str] = mapped_column(String(64))
+    # Both None for a file over the size limit: recorded by its size, never read.
+    xxh3: Mapped[str | None] = mapped_column(String(32))
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    ctime_ns: Mapped[int | None] = mapped_column(BigInteger)
     # The risk rules' verdict on this file (index.risk.record); NULL when not judged yet.
     risks: Mapped[str | None] = mapped_column(Text)
 

@@ -71,10 +71,11 @@ def known_skills(session: Session, index_name: str,
 def manifest(session: Session, candidate_id: int) -> dict[str, KnownFile]:
     """The stored files of one candidate with their identity and hashes."""
     return {
-        rel: KnownFile(model.FileStat(size, mtime, inode, device), xxh3, sha, risks)
-        for rel, size, mtime, inode, device, xxh3, sha, risks in session.execute(
+        rel: KnownFile(model.FileStat(size, mtime, inode, device, ctime), xxh3, sha, risks)
+        for rel, size, mtime, inode, device, xxh3, sha, risks, ctime in session.execute(
             select(Resource.rel_path, Resource.size, Resource.mtime_ns, Resource.inode,
-                   Resource.device, Resource.xxh3, Resource.sha256, Resource.risks)
+                   Resource.device, Resource.xxh3, Resource.sha256, Resource.risks,
+                   Resource.ctime_ns)
             .where(Resource.candidate_id == candidate_id))
     }
 

@@ -29,10 +29,10 @@ CANDIDATE, FINDING, RESOURCE, ROOT = (
 CANDIDATE_COLUMNS = (
     "rel_dir", "dir_name", "dir_path", "skill_path", "real_path", "name", "description",
     "status", "enabled", "frontmatter", "tree_key", "size", "mtime_ns", "inode", "device",
-    "xxh3", "sha256", "search_text", "disable_model_invocation")
+    "xxh3", "sha256", "search_text", "disable_model_invocation", "ctime_ns")
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
-                    "risks")
+                    "risks", "ctime_ns")
 BATCH = 2_000
 
 
