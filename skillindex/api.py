@@ -34,6 +34,7 @@ from skillindex.errors import (
 from skillindex.index import indexer, parallel, risk
 from skillindex.index.indexer import Progress
 from skillindex.index.scanner import ENTRY
+from skillindex.index.skilldir import is_text, shown_name
 from skillindex.model import (
     AUDIT_OUTCOMES,
     Approval,
@@ -363,6 +364,8 @@ class SkillIndex:
                              all_findings: bool = True) -> Resolution:
         names = set()
         for name in wanted:
+            if not is_text(name):  # bytes that are not UTF-8 (from argv): no skill has that name
+                continue
             names.add(name)
             if ":" in name:
                 names.add(name.split(":", 1)[1])
@@ -400,7 +403,7 @@ class SkillIndex:
         held = trust.held_verdict(resolution, name)
         if held is not None:
             raise QuarantinedError(f"skill {name} is {held.reason}", skill=name)
-        raise SkillNotFoundError(name, hint=self.staleness())
+        raise SkillNotFoundError(shown_name(name), hint=self.staleness())
 
     def trust(self, name: str, *, note: str | None = None) -> Approval:
         """Approve the skill `name` as its content is now; any later change revokes it."""
@@ -448,7 +451,7 @@ class SkillIndex:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""
         explanation = resolve.explain(self._withhold(self._resolution_of(name)), name)
         if explanation is None:
-            raise SkillNotFoundError(name, hint=self.staleness())
+            raise SkillNotFoundError(shown_name(name), hint=self.staleness())
         if explanation.winner is None:
             return explanation
         mode = modes.mode_of(explanation.winner, self.settings.catalog)
@@ -585,7 +588,7 @@ class SkillIndex:
             held = trust.held_verdict(resolution, ref.name)
             if held is not None:
                 raise QuarantinedError(f"skill {ref.name} is {held.reason}", skill=ref.name)
-        raise SkillNotFoundError(options[-1].name)
+        raise SkillNotFoundError(shown_name(options[-1].name))
 
     def _read_rules(self, candidate: Candidate) -> disclose.ReadRules:
         """What the candidate's root allows a read (its settings as they are now)."""

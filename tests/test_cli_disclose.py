@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,43 @@ def test_audit_with_a_bad_since_is_a_usage_error(setup: Path) -> None:
     result = run("audit", "--since", "last tuesday")
     assert result.exit_code == 2
     assert "ISO 8601" in result.stderr
+
+
+@pytest.mark.parametrize(("uri", "code", "message"), [
+    ("skill://pdf/bad\udcff", 4, "refused path 'bad\\xff' in skill pdf: it is not UTF-8"),
+    ("skill://pd\udcff", 3, "skill not found: pd\\xff"),
+    ("skill://pd\udcff/guide.md", 3, "skill not found: pd\\xff"),
+], ids=["path", "name", "name-and-path"])
+def test_a_read_argument_that_is_not_utf8_is_one_line(setup: Path, uri: str, code: int,
+                                                      message: str) -> None:
+    # How the shell hands over the bytes `bad\xff`: Python decodes argv with surrogateescape.
+    result = run("read", uri)
+    assert result.exit_code == code
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"skillindex: error: {message}")
+    [event] = json.loads(run("--json", "audit").stdout)
+    assert "\\xff" in f"{event['skill']}/{event['resource']}"  # stored, escaped
+
+
+@pytest.mark.parametrize("kind", ["socket", "fifo"])
+def test_a_special_file_as_a_resource_is_refused(setup: Path, kind: str) -> None:
+    path = skill_dir(setup) / "references" / "special"
+    if kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+    else:
+        os.mkfifo(path)
+    assert run("reindex").exit_code == 0
+    result = run("read", "skill://pdf/references/special")
+    assert result.exit_code == 4
+    [line] = result.stderr.splitlines()
+    assert "not a regular file" in line
+
+
+def test_a_hard_linked_resource_is_refused(setup: Path) -> None:
+    os.link(setup / "outside.txt", skill_dir(setup) / "references" / "linked.txt")
+    assert run("reindex").exit_code == 0
+    result = run("read", "skill://pdf/references/linked.txt")
+    assert result.exit_code == 4
+    assert "hard-linked" in result.stderr
+    assert result.stdout == ""

@@ -724,3 +724,49 @@ def test_a_qualified_name_is_read_through_its_skill_path(tmp_path: Path, db_url:
         ("resource.read", "test.user.3", "pdf", 3, "not-found"),
         ("resource.read", "test.user.1", "pdf/../../x", 3, "refused"),
     ]
+
+
+# ------------------------------------------------------------------- descriptors and limits
+
+def _index(root: Path, db_url: str, env: Environment, **changes: object) -> SkillIndex:
+    from dataclasses import replace
+
+    index = SkillIndex.open(replace(root_settings(root), **changes),  # type: ignore[arg-type]
+                            db=db_url, env=env)
+    index.reindex()
+    return index
+
+
+def test_a_hard_link_is_disclosed_only_where_the_root_allows_it(
+        tmp_path: Path, db_url: str, env: Environment) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET)
+    skill = write_skill(tmp_path / "skills", "pdf", body=BODY)
+    os.link(outside, skill / "notes.txt")
+    index = _index(tmp_path / "skills", db_url, env)
+    with pytest.raises(PathRefusedError, match="hard-linked"):
+        index.read("skill://pdf/notes.txt", reason="t")
+    with pytest.raises(PathRefusedError, match="hard-linked"):  # SKILL.md alike
+        os.link(skill / "SKILL.md", tmp_path / "copy.md")
+        index.reindex()
+        index.read("skill://pdf", reason="t")
+    index.close()
+    (tmp_path / "copy.md").unlink()
+    allowed = _index(tmp_path / "skills", db_url, env, allow_hardlinks=True)
+    assert allowed.read("skill://pdf/notes.txt", reason="t").data == SECRET.encode()
+    assert [e.outcome for e in allowed.audit()] == ["refused", "refused", "ok"]
+    allowed.close()
+
+
+def test_a_file_over_the_size_limit_is_never_disclosed(tmp_path: Path, db_url: str,
+                                                        env: Environment) -> None:
+    skill = write_skill(tmp_path / "skills", "pdf", body=BODY)
+    (skill / "big.txt").write_bytes(b"x" * 4096)
+    index = _index(tmp_path / "skills", db_url, env, max_file_bytes=1024)
+    with pytest.raises(TooLargeError, match="the limit is 1024"):
+        index.read("skill://pdf/big.txt", reason="t")
+    [event] = index.audit()
+    assert (event.outcome, event.digest) == ("refused", None)
+    assert index.verify().ok
+    index.close()
+

@@ -17,8 +17,8 @@ from skillindex.index.skilldir import (
     SkillScan,
     by_name,
     is_inside,
+    is_text,
     list_dir,
-    not_utf8,
     realpath,
     scan_skill,
     shown_name,
@@ -127,7 +127,7 @@ class _RootWalk:
             linked = entry.is_symlink()
         except OSError:
             return None
-        if not_utf8(name):
+        if not is_text(name):
             self.problem(entry.path, "name-not-utf8",
                          "the folder name is not UTF-8; not indexed (rename it)")
             return None

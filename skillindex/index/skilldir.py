@@ -85,15 +85,16 @@ def shown_name(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def not_utf8(name: str) -> bool:
-    # os.scandir decodes names with surrogateescape: an undecodable byte is a lone surrogate.
+def is_text(name: str) -> bool:
+    """Whether a name can be stored as text: os.scandir and sys.argv decode bytes that are not
+    UTF-8 to lone surrogates, which no database (nor UTF-8) can hold."""
     if name.isascii():
-        return False
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        return True
-    return False
+        return False
+    return True
 
 
 def realpath(path: str) -> str | None:
@@ -177,7 +178,7 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 continue
             if name.startswith("."):
                 continue
-            if not_utf8(name):
+            if not is_text(name):
                 listing.findings.append(_warn(
                     "name-not-utf8", f"{shown_name(rel_path)}: the name is not UTF-8; "
                     "left out of the manifest"))

@@ -23,7 +23,7 @@ from skillindex.errors import (
     UnindexedFileError,
 )
 from skillindex.index import frontmatter, hashing
-from skillindex.index.skilldir import ENTRY, realpath, skill_files
+from skillindex.index.skilldir import ENTRY, is_text, realpath, shown_name, skill_files
 from skillindex.model import (
     AuditRecord,
     Candidate,
@@ -104,7 +104,8 @@ def check_relative(path: str, *, skill: str) -> str:
     """Accept only a plain relative path of named segments; anything else is refused."""
     problem = _path_problem(path)
     if problem is not None:
-        raise PathRefusedError(f"refused path {path!r} in skill {skill}: {problem}",
+        quoted = repr(path) if is_text(path) else f"'{shown_name(path)}'"
+        raise PathRefusedError(f"refused path {quoted} in skill {shown_name(skill)}: {problem}",
                                skill=skill, path=path)
     return path
 
@@ -112,6 +113,8 @@ def check_relative(path: str, *, skill: str) -> str:
 def _path_problem(path: str) -> str | None:
     if not path:
         return "the path is empty"
+    if not is_text(path):
+        return "it is not UTF-8 (no indexed file has such a name)"
     if "\x00" in path:
         return "NUL characters are not allowed"
     if "\\" in path:
@@ -167,10 +170,11 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def storable(text: str | None) -> str | None:
-    """Caller text as every database can store it (PostgreSQL refuses NUL; no lone surrogates)."""
+    """Caller text as every database can store it (PostgreSQL refuses NUL; no lone surrogates:
+    bytes of an argument that were not UTF-8 are kept as `\\xNN`)."""
     if text is None:
         return None
-    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+    return shown_name(text.replace("\x00", "\\x00"))
 
 
 def command_message(body: str, path: Path, args: str | None) -> str:
