@@ -343,6 +343,11 @@ def test_a_skill_over_the_file_limit_is_withheld_and_explain_says_so(
     for number in range(skills.MAX_FILES):
         (big / f"file-{number:03}.txt").write_text("x", encoding="utf-8")
     isolate_cli(tmp_path, monkeypatch, root)
+    # A reindex rejects such a skill by default (skill-too-large); raised, the server's own
+    # limit still withholds it.
+    config = tmp_path / "config.toml"
+    config.write_text(config.read_text().replace("presets = false\n",
+                                                 "presets = false\nmax_skill_files = 1000\n"))
     runner = CliRunner()
     assert runner.invoke(cli, ["reindex"], catch_exceptions=False).exit_code == 0
     explained = runner.invoke(cli, ["explain", "big"], catch_exceptions=False)

@@ -146,6 +146,8 @@ def build(generation: str, manifests: Sequence[SkillManifest]) -> Publication:
         base = base_uri(manifest.name)
         resources = []
         for entry in manifest.files:
+            if entry.sha256 is None:  # over max_file_bytes: never read, so never served
+                continue
             uri = f"{base}/{_quoted(entry.rel_path)}"
             files[uri] = ServedFile(uri, manifest.name, entry.rel_path)
             resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
