@@ -4,8 +4,8 @@ A file rewritten to the same size with its mtime restored keeps (size, mtime, in
 only its ctime moves, so ctime_ns is stored beside them for every manifest file and SKILL.md.
 A file over the size limit is recorded by its size and never read, so it has no hashes.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
