@@ -65,7 +65,9 @@ def test_a_tight_budget_keeps_the_most_relevant_in_full(db_url: str, env: Enviro
         first, *rest = catalog.entries
         assert (first.name, first.description, first.truncated) == (
             "echo", TOPICS["echo"], False)
-        assert any(e.description == "" and e.truncated for e in rest)
+        # Whether the budget cut lands on a names-only entry or on an omitted one depends on
+        # the length of the locations (the test's own tmp path); either is reported.
+        assert any(e.description == "" and e.truncated for e in rest) or catalog.omitted
         assert len(catalog.text) <= budget
         tiny = index.catalog(query="audio recordings", max_chars=180)
         assert _names(tiny) == ["echo"]
