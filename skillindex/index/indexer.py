@@ -245,7 +245,7 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "ctime_ns": entry.ctime_ns if entry else None,
         "xxh3": scan.entry_xxh3,
         "sha256": scan.entry_sha256,
-        "search_text": searchtext.search_text(fields, body),
+        "search_text": storable(searchtext.search_text(fields, body)),
         "disable_model_invocation": searchtext.model_invocation_disabled(fields),
     }
     findings: list[Row] = [
