@@ -434,18 +434,14 @@ class SkillIndex:
     def manifest(self, name: str) -> SkillManifest:
         """A catalog skill's stored frontmatter and file manifest; no file is read."""
         winner = self.winner(name)
+        [found] = self.manifests([winner])
+        front = dict(found.frontmatter)
         candidate = winner.candidate
-        with self._session() as session:
-            stored = queries.frontmatter(session, candidate.id)
-            files = queries.manifest_files(session, [candidate.id]).get(candidate.id, [])
-        fields = json.loads(stored) if stored else {}
-        front: dict[str, object] = fields if isinstance(fields, dict) else {}
         # A name may be absent (it defaults to the directory's); consumers need one to hand.
         front.setdefault("name", candidate.name or candidate.directory.name)
         if candidate.description is not None:
             front.setdefault("description", candidate.description)
-        return SkillManifest(name=winner.name, candidate=candidate, frontmatter=front,
-                             files=tuple(files))
+        return replace(found, frontmatter=front)
 
     def explain(self, name: str) -> Explanation:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""

@@ -392,12 +392,6 @@ def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.M
     return None if row is None else model.ManifestFile(*row)
 
 
-def frontmatter(session: Session, candidate_id: int) -> str | None:
-    """The frontmatter of a candidate as stored at index time (JSON text), None without one."""
-    return session.execute(
-        select(Candidate.frontmatter).where(Candidate.id == candidate_id)).scalar_one_or_none()
-
-
 def risk_findings(session: Session, candidate_ids: Sequence[int],
                   codes: Sequence[str]) -> dict[int, list[model.Finding]]:
     """The findings with these codes of these candidates, by candidate."""
