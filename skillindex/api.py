@@ -393,9 +393,27 @@ class SkillIndex:
         return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky,
                                                       digests, approved))
 
+    def _stored_winners(self, names: Iterable[str]) -> dict[str, Winner] | None:
+        """The winners among `names`, looked up in the stored resolution; None when there is
+        none to look in (risk_policy = quarantine, a read-only database that has none yet)."""
+        if self._quarantining:
+            return None
+        with self._session() as session:
+            set_id = self._resolution_set(session)
+            if set_id is None:
+                return None
+            reader = winners.Reader(session, set_id, self.plan.roots)
+            found = (reader.winner(name) for name in names if is_text(name))
+            return {winner.name: winner for winner in found if winner is not None}
+
     def winner(self, name: str) -> Winner:
         """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none,
         QuarantinedError when risk_policy = quarantine holds it back."""
+        stored = self._stored_winners([name])
+        if stored is not None:
+            if name in stored:
+                return stored[name]
+            raise SkillNotFoundError(shown_name(name), hint=self.staleness())
         resolution = self._withhold(self._resolution_of(name, all_findings=False))
         for winner in resolution.winners:
             if winner.name == name:
@@ -530,14 +548,14 @@ class SkillIndex:
             payload = queries.cached_catalog(db, self.index_name, key)
         if payload is not None:
             return Catalog.from_cache(payload)
-        winners = self.resolution(all_findings=False).winners
+        listed = list(self.iter_winners(findings=False))  # a lookup after a reindex
         scores = usage = None
         with self._session() as db:
             if words is not None:
                 scores = {m.candidate_id: m.score for m in self._matches(db, words, limit=None)}
             elif since is not None:
                 usage = store_usage.load_counts(db, self.index_name, since)
-        arranged = modes.arrange(winners, self.settings.catalog, scores=scores, usage=usage)
+        arranged = modes.arrange(listed, self.settings.catalog, scores=scores, usage=usage)
         items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path),
                              str(mode)) for w, mode in arranged.listed]
         if not has_read:
@@ -576,6 +594,12 @@ class SkillIndex:
         if len(options) == 1:
             return options[0], self._skill(options[0].name)
         names = {ref.name for ref in options}
+        stored = self._stored_winners(names)
+        if stored is not None:
+            for ref in options:
+                if ref.name in stored:
+                    return ref, stored[ref.name].candidate
+            raise SkillNotFoundError(shown_name(options[-1].name))
         resolution = self._withhold(self._resolution_of_names(names, all_findings=False))
         winners = {w.name: w.candidate for w in resolution.winners if w.name in names}
         for ref in options:
