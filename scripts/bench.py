@@ -160,8 +160,9 @@ def peak_kib(script: str, config: Path, db: Path, cwd: Path) -> int:
 MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
 
 
-def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
-    from scripts import searchbench
+def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
+          watch: bool = True) -> dict[str, Any]:
+    from scripts import freshbench, searchbench
     from skillindex import SkillIndex
 
     base = work / f"n{count}"
@@ -202,6 +203,8 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
         unchanged.append(timed(index.reindex))
     results["floor_a_s"], results["unchanged_s"] = map(statistics.median,
                                                        (floor_a_times, unchanged))
+    results.update(freshbench.processes(config, base, cwd, db, {
+        "a": lambda: floor_a(roots), "b": lambda: floor_b(roots)}, repeat))
 
     changed = max(1, count // 100)
     version = iter(range(1, 10**6))
@@ -217,6 +220,7 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
 
     results["changed_1pct_s"] = median_time(index.reindex, repeat, before=change_one_percent)
     results["changed_skills"] = changed
+    results.update(freshbench.first_catalog(index, change_one_percent, max(repeat, 3)))
 
     if hasattr(index, "catalog"):
         index.catalog()
@@ -245,6 +249,11 @@ def bench(count: int, repeat: int, work: Path) -> dict[str, Any]:
     if hasattr(index, "search"):
         results.update(searchbench.speed(index, db, count, median_time))
     index.close()
+    if watch:
+        results.update(freshbench.watch(config, db, cwd, roots[0] / "skill-000000" / "SKILL.md",
+                                        max(repeat, 5), idle_seconds=2 if repeat == 1 else 10))
+    if memory:
+        results["memory"] = freshbench.memory(config, base, cwd, "skill-000002")
 
     results["peak_rss_mb"] = peak_kib(PEAK_SCRIPT, config, base / "peak.sqlite", cwd) / 1024
     results["baseline_rss_mb"] = peak_kib(BASELINE_SCRIPT, config, base / "base.sqlite",
@@ -260,6 +269,18 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         "1% changed / unchanged": result["changed_1pct_s"] / result["unchanged_s"],
         "cold / cold without full text": result["cold_s"] / result["cold_without_full_text_s"],
     }
+    if "reindex_unchanged_process_s" in result:
+        cores = result["cores"]
+        one, every = (result[f"reindex_cold_process_{jobs}_jobs_s"] for jobs in (1, cores))
+        out["`reindex` process, unchanged / floor A"] = (result["reindex_unchanged_process_s"]
+                                                        / result["process_floor_a_s"])
+        out["`reindex` process, cold, 1 process / floor B"] = one / result["process_floor_b_s"]
+        out[f"`reindex` process, cold, {cores} workers / floor B"] = (
+            every / result["process_floor_b_s"])
+        out[f"cold speed-up, {cores} workers over 1 process"] = one / every
+    if "first_catalog_after_reindex_s" in result:
+        out["first catalog after a reindex / cached catalog"] = (
+            result["first_catalog_after_reindex_s"] / result["cached_catalog_s"])
     for figure in ("start", "list_all", "read"):
         if f"agentskills_{figure}_s" in result:
             out[f"serve / agentskills-mcp-server, {figure}"] = (
@@ -277,6 +298,16 @@ def table(results: list[dict[str, Any]]) -> str:
         ("cold index", "cold_s"),
         ("unchanged reindex", "unchanged_s"),
         ("reindex, 1% changed", "changed_1pct_s"),
+        ("floor A, beside the processes", "process_floor_a_s"),
+        ("`skillindex reindex` process, unchanged", "reindex_unchanged_process_s"),
+        ("floor B, beside the processes", "process_floor_b_s"),
+        ("`skillindex reindex` process, cold, 1 process", "reindex_cold_process_1_jobs_s"),
+        ("`skillindex reindex` process, cold, 2 workers", "reindex_cold_process_2_jobs_s"),
+        ("`skillindex reindex` process, cold, 4 workers", "reindex_cold_process_4_jobs_s"),
+        ("first catalog after a reindex", "first_catalog_after_reindex_s"),
+        ("the same catalog again (cached)", "cached_catalog_s"),
+        ("watch: a write until the catalog shows it", "watch_latency_s"),
+        ("watch: the slowest of those", "watch_latency_max_s"),
         ("catalog library call", "catalog_call_s"),
         ("`skillindex catalog` process", "catalog_process_s"),
         ("python -c pass (process floor)", "python_start_s"),
@@ -300,6 +331,10 @@ def table(results: list[dict[str, Any]]) -> str:
             continue
         cells = [_time(r.get(key)) for r in results]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if any("watch_idle_cpu_percent" in r for r in results):
+        lines.append("| watch: CPU while idle | " + " | ".join(
+            f"{r['watch_idle_cpu_percent']:.2f}%" if "watch_idle_cpu_percent" in r else "-"
+            for r in results) + " |")
     lines.append("| peak RSS of a cold index | " + " | ".join(
         f"{r['peak_rss_mb']:.0f} MB" for r in results) + " |")
     lines.append("| peak RSS of open + migrate + query | " + " | ".join(
@@ -334,6 +369,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300,
                         help="queries per relevance set (--quick: 50)")
     parser.add_argument("--no-relevance", action="store_true", help="skip the relevance figures")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak memory of every command at the largest size")
+    parser.add_argument("--no-watch", action="store_true", help="skip the watcher's figures")
+    parser.add_argument("--no-agentskills", action="store_true",
+                        help="skip agentskills-mcp-server (its start-up takes minutes at 10,000)")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     try:
@@ -344,7 +384,8 @@ def main() -> None:
         from scripts.bench_mcp import agentskills_python
 
         MCP_OPTIONS["enabled"] = True
-        MCP_OPTIONS["agentskills"] = agentskills_python(args.agentskills_python)
+        MCP_OPTIONS["agentskills"] = (None if args.no_agentskills
+                                      else agentskills_python(args.agentskills_python))
     sizes = [200] if args.quick else (args.sizes or [1_000, 10_000, 100_000])
     repeat = 1 if args.quick else args.repeat
     work = Path(tempfile.mkdtemp(prefix="skillindex-bench-", dir=args.work))
@@ -352,8 +393,9 @@ def main() -> None:
         results = []
         for size in sizes:
             print(f"benchmarking {size} skills ...", file=sys.stderr, flush=True)
-            results.append(bench(size, repeat, work))
-        from scripts import searchbench
+            results.append(bench(size, repeat, work, memory=args.memory and size == max(sizes),
+                                 watch=not args.no_watch))
+        from scripts import freshbench, searchbench
 
         relevance = None
         if not args.no_relevance and args.corpus.is_dir():
@@ -369,6 +411,10 @@ def main() -> None:
                           "relevance": relevance}, indent=2))
     else:
         print(table(results))
+        for result in results:
+            if "memory" in result:
+                print()
+                print(freshbench.memory_table(result["skills"], result["memory"]))
         if relevance is not None:
             print()
             print(searchbench.relevance_table(relevance))

@@ -1,0 +1,227 @@
+"""Freshness and scale figures of the benchmark: whole-process reindexes beside their floors, the
+cold index per worker count, the first catalog after a reindex, the watcher's latency and idle
+CPU, and the peak memory of every command.
+
+Used by scripts/bench.py; `python scripts/freshbench.py memory N` measures the peak memory of
+every command alone at N skills (a tree of 100,000 takes a while to generate and index).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def cli(config: Path, db: Path, cwd: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "skillindex", "--config", str(config), "--db", str(db),
+            "--cwd", str(cwd), *args]
+
+
+def run(command: list[str]) -> None:
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def processes(config: Path, base: Path, cwd: Path, db: Path,
+              floors: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """`skillindex reindex` as a whole process: unchanged beside floor A, cold with one process
+    and with a worker per core beside floor B, each timed in turn with its floor."""
+    from skillindex.index.parallel import default_jobs
+
+    cores = default_jobs()
+    times: dict[str, list[float]] = {}
+
+    def timed(key: str, function: Callable[[], object] | list[str]) -> None:
+        started = time.perf_counter()
+        run(function) if isinstance(function, list) else function()
+        times.setdefault(key, []).append(time.perf_counter() - started)
+
+    fresh = iter(range(10**6))
+    for _ in range(repeat):
+        timed("process_floor_a_s", floors["a"])
+        timed("reindex_unchanged_process_s", cli(config, db, cwd, "reindex", "-q"))
+        timed("process_floor_b_s", floors["b"])
+        for jobs in sorted({1, cores}):
+            target = base / f"process-cold-{next(fresh)}.sqlite"
+            run(cli(config, target, cwd, "db", "upgrade"))
+            timed(f"reindex_cold_process_{jobs}_jobs_s",
+                  cli(config, target, cwd, "reindex", "-q", "--jobs", str(jobs)))
+            target.unlink()
+    results = {key: statistics.median(values) for key, values in times.items()}
+    results["cores"] = cores
+    return results
+
+
+def first_catalog(index: Any, touch: Callable[[], object], repeat: int) -> dict[str, float]:
+    """The first catalog after a reindex that changed a skill (no cached text), and the next."""
+    first, cached = [], []
+    for _ in range(repeat):
+        touch()
+        index.reindex()
+        started = time.perf_counter()
+        index.catalog()
+        first.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        index.catalog()
+        cached.append(time.perf_counter() - started)
+    return {"first_catalog_after_reindex_s": statistics.median(first),
+            "cached_catalog_s": statistics.median(cached)}
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
+          idle_seconds: float = 5.0) -> dict[str, float]:
+    """Time from a write to the change being in the catalog under `skillindex watch`, and the
+    watcher's CPU while nothing changes."""
+    try:
+        import watchfiles  # noqa: F401
+    except ImportError:
+        print("watchfiles is not installed: the watcher is not measured", file=sys.stderr)
+        return {}
+    from skillindex import SkillIndex
+
+    watcher = subprocess.Popen(cli(config, db, cwd, "--json", "watch"), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert watcher.stdout is not None
+    latencies = []
+    try:
+        _next_pass(watcher, 600)  # the first, full reindex
+        time.sleep(1)
+        before = _cpu_seconds(watcher.pid)
+        time.sleep(idle_seconds)
+        idle = (_cpu_seconds(watcher.pid) - before) / idle_seconds
+        original = skill_md.read_text()
+        with SkillIndex.open(config, db=str(db), cwd=cwd) as index:
+            for number in range(repeat):
+                marker = f"watched edit {number} {time.time_ns()}"
+                started = time.perf_counter()
+                skill_md.write_text(original.replace("description: ", f"description: {marker} ",
+                                                     1))
+                while marker not in index.catalog(max_chars=10**9).text:
+                    if time.perf_counter() - started > 60:
+                        raise RuntimeError("the watcher did not show an edit within 60 s")
+                    time.sleep(0.01)
+                latencies.append(time.perf_counter() - started)
+                time.sleep(0.5)
+        skill_md.write_text(original)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    return {"watch_latency_s": statistics.median(latencies),
+            "watch_latency_max_s": max(latencies), "watch_idle_cpu_percent": idle * 100}
+
+
+def _next_pass(watcher: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
+    assert watcher.stdout is not None
+    ready, _, _ = select.select([watcher.stdout], [], [], timeout)
+    if not ready:
+        raise RuntimeError(f"the watcher reported no pass in {timeout:.0f} s")
+    line = watcher.stdout.readline()
+    if not line:
+        raise RuntimeError("the watcher ended")
+    return dict(json.loads(line))
+
+
+# Runs the command line given in argv and reports the process's peak resident memory (VmHWM,
+# not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec).
+PEAK = textwrap.dedent("""
+    import sys
+    from skillindex.cli import main
+    code = 0
+    try:
+        main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.stdout.flush()
+        peak = next(line.split()[1] for line in open('/proc/self/status')
+                    if line.startswith('VmHWM'))
+        print(f"VmHWM {peak}", file=sys.stderr)
+""")
+
+
+def peak_mb(arguments: list[str]) -> tuple[float, float]:
+    """Peak memory (MB) and wall time of one command as a whole process."""
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", PEAK, *arguments], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    lines = [line for line in result.stderr.splitlines() if line.startswith("VmHWM ")]
+    if not lines:
+        raise RuntimeError(f"no peak memory from {arguments}: {result.stderr[-500:]}")
+    return int(lines[-1].split()[1]) / 1024, elapsed
+
+
+def memory(config: Path, base: Path, cwd: Path, name: str) -> dict[str, dict[str, float]]:
+    """Peak memory and wall time of every command at this tree's size."""
+    db = base / "memory.sqlite"
+    common = ["--config", str(config), "--db", str(db), "--cwd", str(cwd)]
+    commands: list[tuple[str, list[str]]] = [
+        ("reindex, cold, a worker per core", ["reindex", "-q"]),
+        ("reindex, unchanged", ["reindex", "-q"]),
+        ("list", ["list"]), ("list --json", ["--json", "list"]),
+        ("candidates --json", ["--json", "candidates"]),
+        ("rejections --json", ["--json", "rejections"]),
+        ("roots", ["roots"]), ("explain", ["explain", name]),
+        ("catalog", ["catalog"]), ("catalog --query", ["catalog", "--query", "report export"]),
+        ("search", ["search", "report export review"]),
+        ("read", ["read", f"skill://{name}"]),
+        ("read a file", ["read", f"skill://{name}/references/guide.md"]),
+        ("command", ["command", name, "now"]),
+        ("risks", ["risks"]), ("audit", ["audit"]), ("audit verify", ["audit", "verify"]),
+        ("lock", ["lock", "--output", str(base / "skills-lock.json")]),
+        ("verify", ["verify"]),
+    ]
+    results: dict[str, dict[str, float]] = {}
+    for label, arguments in commands:
+        print(f"  memory: {label} ...", file=sys.stderr, flush=True)
+        peak, elapsed = peak_mb([*common, *arguments])
+        results[label] = {"peak_mb": peak, "wall_s": elapsed}
+    cold = base / "memory-one-job.sqlite"
+    peak, elapsed = peak_mb(["--config", str(config), "--db", str(cold), "--cwd", str(cwd),
+                             "reindex", "-q", "--jobs", "1"])
+    results["reindex, cold, one process"] = {"peak_mb": peak, "wall_s": elapsed}
+    return results
+
+
+def memory_table(count: int, results: dict[str, dict[str, float]]) -> str:
+    lines = [f"| command at {count:,} skills | peak RSS | wall time |", "|---|---:|---:|"]
+    lines += [f"| `{label}` | {r['peak_mb']:.0f} MB | {r['wall_s']:.2f} s |"
+              for label, r in results.items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if len(sys.argv) != 3 or sys.argv[1] != "memory":
+        sys.exit("usage: freshbench.py memory N")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from scripts.bench import generate, settings_file
+
+    count = int(sys.argv[2])
+    with tempfile.TemporaryDirectory(prefix="skillindex-memory-") as work:
+        base = Path(work)
+        print(f"generating {count} skills ...", file=sys.stderr, flush=True)
+        roots = generate(base / "tree", count)
+        config = settings_file(base, roots)
+        print(memory_table(count, memory(config, base, base, "skill-000002")))
+
+
+if __name__ == "__main__":
+    main()
