@@ -35,7 +35,8 @@ def run(command: list[str]) -> None:
 def processes(config: Path, base: Path, cwd: Path, db: Path,
               floors: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
     """`skillindex reindex` as a whole process: unchanged beside floor A, cold with one process
-    and with a worker per core beside floor B, each timed in turn with its floor."""
+    and with a worker per core beside floor B, each timed in turn with its floor; `list` (table
+    and JSON) and `verify` as whole processes."""
     from skillindex.index.parallel import default_jobs
 
     cores = default_jobs()
@@ -57,6 +58,9 @@ def processes(config: Path, base: Path, cwd: Path, db: Path,
             timed(f"reindex_cold_process_{jobs}_jobs_s",
                   cli(config, target, cwd, "reindex", "-q", "--jobs", str(jobs)))
             target.unlink()
+        timed("list_process_s", cli(config, db, cwd, "list"))
+        timed("list_json_process_s", cli(config, db, cwd, "--json", "list"))
+    timed("verify_process_s", cli(config, db, cwd, "verify"))  # hashes every file: once
     results = {key: statistics.median(values) for key, values in times.items()}
     results["cores"] = cores
     return results

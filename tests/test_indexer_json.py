@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from skillindex.index.indexer import _to_json
+from skillindex.index.judge import _to_json
 
 
 @pytest.mark.parametrize(

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from skillindex.index import frontmatter, parallel, policy, risk, searchtext
+from skillindex.index import parallel, policy
+from skillindex.index.judge import Row, judge
 from skillindex.index.scanner import (
-    ENTRY,
     KnownFile,
     KnownSkill,
     RootScan,
-    SkillScan,
     estimate_skills,
     scan_root,
 )
@@ -31,7 +27,6 @@ from skillindex.model import (
     Limits,
     RootSpec,
     ScanProblem,
-    Severity,
     Status,
 )
 from skillindex.store import queries
@@ -208,118 +203,3 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
     write.removed.extend(gone)
     write.present = result.present
     return write
-
-
-Row = dict[str, Any]
-
-
-def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
-    """The candidate row, its findings and its manifest, ready to be staged."""
-    fields: dict[str, Any] | None = None
-    body = ""
-    if scan.entry_problem is not None:
-        verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
-                                 Status.REJECTED, (scan.entry_problem,))
-    else:
-        parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
-        verdict = policy.judge(parsed, dir_name=scan.dir_name, root=spec)
-        fields = parsed.fields
-        body = parsed.body
-    entry = scan.entry_stat
-    row: Row = {
-        "rel_dir": scan.rel_dir,
-        "dir_name": scan.dir_name,
-        "dir_path": scan.directory,
-        "skill_path": os.path.join(scan.directory, ENTRY),
-        "real_path": scan.real_dir,
-        "name": storable(verdict.name),
-        "description": storable(verdict.description),
-        "status": verdict.status.value,
-        "enabled": verdict.enabled,
-        "frontmatter": None if fields is None else _to_json(fields),
-        "tree_key": scan.tree_key,
-        "size": entry.size if entry else None,
-        "mtime_ns": entry.mtime_ns if entry else None,
-        "inode": entry.inode if entry else None,
-        "device": entry.device if entry else None,
-        "ctime_ns": entry.ctime_ns if entry else None,
-        "xxh3": scan.entry_xxh3,
-        "sha256": scan.entry_sha256,
-        "search_text": storable(searchtext.search_text(fields, body)),
-        "disable_model_invocation": searchtext.model_invocation_disabled(fields),
-    }
-    findings: list[Row] = [
-        {"code": f.code, "severity": f.severity.value, "message": storable(f.message),
-         "path": None, "line": None} for f in (*verdict.findings, *scan.walk_findings)]
-    findings += [{"code": found.code, "severity": Severity.WARNING.value,
-                  "message": storable(f"{found.path}:{found.line}: {found.message}"
-                                      if found.line else f"{found.path}: {found.message}"),
-                  "path": storable(found.path), "line": found.line}
-                 for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
-    resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
-                  "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
-                  "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks,
-                  "ctime_ns": r.stat.ctime_ns}
-                 for r in scan.resources]
-    return row, findings, resources
-
-
-_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
-
-
-def _escape_unstorable(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, carried by surrogateescape
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def storable(text: str | None) -> str | None:
-    """Text a column of either backend can hold: PostgreSQL refuses NUL and neither takes a lone
-    surrogate, so they are written as escapes (`\\x00`, `\\ud800`, `\\xff` for a byte that was
-    not UTF-8); a field holding one is rejected by the policy."""
-    if text is None or (text.isascii() and "\x00" not in text):
-        return text
-    return _UNSTORABLE.sub(_escape_unstorable, text)
-
-
-def _plain(value: Any) -> Any:
-    """YAML values as JSON can hold them: keys become strings, dates and sets readable text."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(item) for item in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted(map(str, value))
-    return str(value)  # dates, times and other YAML scalars JSON has no type for
-
-
-def _to_json(fields: dict[str, Any]) -> str:
-    text = _json_text(fields)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (rejected by the policy) as a JSON escape: storable, and exact.
-        return json.dumps(json.loads(text), sort_keys=True)
-    return text
-
-
-def _json_text(fields: dict[str, Any]) -> str:
-    # Most frontmatter is JSON already: let the C encoder try first, and rewrite the value only
-    # when it must (keys that are not strings, or that cannot be sorted together).
-    try:
-        return json.dumps(fields, ensure_ascii=False, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError, RecursionError):  # the parser bounds nesting; belt and braces
-        pass
-    try:
-        return json.dumps(_plain(fields), ensure_ascii=False, sort_keys=True)
-    except (RecursionError, ValueError):
-        return json.dumps({"unstorable": "frontmatter nests too deeply to store"})

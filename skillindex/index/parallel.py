@@ -79,7 +79,7 @@ def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
 
 
 def _scan_shard(spec: RootSpec, rules_key: str, names: list[str], limits: Limits) -> Shard:
-    from skillindex.index.indexer import judge  # noqa: PLC0415 (keeps the parent's import light)
+    from skillindex.index.judge import judge  # noqa: PLC0415 (keeps the parent's import light)
     from skillindex.index.scanner import RootScan, scan_root  # noqa: PLC0415
 
     result = RootScan(spec)
