@@ -57,6 +57,7 @@ from skillindex.model import (
     SkillCommand,
     SkillManifest,
     Status,
+    StoredSkill,
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
@@ -71,7 +72,7 @@ from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key, usage_since
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
-from skillindex.store import audit, grants, migrate, queries, resolved
+from skillindex.store import audit, grants, migrate, queries, resolved, served
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
@@ -635,6 +636,19 @@ class SkillIndex:
                               frontmatter=_object(stored.get(w.candidate.id)),
                               files=tuple(files.get(w.candidate.id, ()))) for w in winners]
 
+    def stored_skills(self) -> list[StoredSkill]:
+        """Every winner's stored frontmatter and files, in catalog order: what a server
+        publishes. Two statements over the stored resolution; no Candidate is built, no file
+        read. The frontmatter is raw, as `manifests` gives it."""
+        with self._session() as session:
+            set_id = self._resolution_set(session)
+            if set_id is not None:
+                key = served.set_key(session, set_id)
+                return [StoredSkill(name, key, _object(front), tuple(files))
+                        for name, front, files in served.stored_manifests(session, set_id)]
+        return [StoredSkill(m.name, None, m.frontmatter, m.files)
+                for m in self.manifests(self.winners())]
+
     def generation(self) -> str:
         """A value that changes whenever a reindex commits to one of this directory's roots."""
         with self._session() as session:
@@ -685,6 +699,32 @@ class SkillIndex:
             attempt.aim(ref)
             expected = self._manifest_file(candidate.id, ref.file)
             return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
+                                     attempt=attempt, rules=self._read_rules(candidate))
+
+    def read_stored(self, uri: str, ref: disclose.SkillRef, resolution: str | None, *,
+                    reason: str | None = None, session: str | None = None) -> Disclosure:
+        """`read` of a file of a winner of a stored resolution (what a server published, see
+        `stored_skills`): its candidate and the file's manifest row come from one statement,
+        and the bytes are verified and the attempt audited exactly as `read` does. When a
+        reindex has dropped that resolution since (or there was none), the URI is resolved
+        again, as `read` resolves it."""
+        attempt = disclose.Attempt.of_uri(uri)
+        with self._audited(attempt, reason=reason, session=session):
+            found = None
+            if resolution is not None:
+                try:
+                    with self.engine.connect() as connection:
+                        found = served.winner_file(connection, self.index_name, resolution,
+                                                   ref.name, ref.file)
+                except SQLAlchemyError as exc:
+                    raise store_error(exc, "read the index", url=self.engine.url) from exc
+            if found is not None:
+                candidate, expected = found
+            else:
+                ref, candidate = self._locate(disclose.parse_uri_options(uri))
+                expected = self._manifest_file(candidate.id, ref.file)
+            attempt.aim(ref)
+            return disclose.disclose(uri, ref, candidate, expected, max_bytes=None,
                                      attempt=attempt, rules=self._read_rules(candidate))
 
     def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,

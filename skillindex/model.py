@@ -291,6 +291,21 @@ class SkillManifest:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSkill:
+    """A catalog skill's stored frontmatter and files, without its Candidate: what publishing
+    every winner at once needs. A read names it by the stored resolution it came from."""
+
+    name: str  # the catalog name
+    resolution: str | None  # that resolution's key; None when the winners were resolved anew
+    frontmatter: dict[str, object]  # exactly as the file declared it (empty if unparsable)
+    files: tuple[ManifestFile, ...]  # sorted by relative path, SKILL.md included
+
+    @property
+    def size(self) -> int:
+        return sum(entry.size for entry in self.files)
+
+
+@dataclass(frozen=True, slots=True)
 class Disclosure:
     """Verified content of a skill: `data` are exactly the bytes handed over."""
 
