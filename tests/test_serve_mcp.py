@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -225,6 +226,60 @@ def test_unknown_uris_and_path_escapes_are_refused_and_audited(tree: Tree) -> No
     tree.run(test)
 
 
+def test_a_read_waiting_on_the_database_does_not_hold_up_other_requests(tree: Tree) -> None:
+    # Another process holds the write lock, so the read's audit row waits for it.
+    blocker = sqlite3.connect(str(tree.index.engine.url.database), isolation_level=None)
+    server = tree.server()
+    reading = anyio.Event()
+    read: dict[str, bytes] = {}
+
+    async def note_reads(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "resources/read":
+            reading.set()
+        return await call_next(ctx)
+
+    server.middleware.append(note_reads)
+
+    async def main() -> None:
+        async with Client(server) as client:
+            async def read_guide() -> None:
+                result = await client.read_resource("skill://pdf/references/guide.md")
+                read["guide"] = content_bytes(result)
+
+            blocker.execute("BEGIN IMMEDIATE")
+            async with anyio.create_task_group() as group:
+                group.start_soon(read_guide)
+                await reading.wait()
+                with anyio.fail_after(10):
+                    listed = await call(client, "skills/list", {})
+                assert "guide" not in read  # still waiting for the lock
+                blocker.execute("COMMIT")
+            assert read["guide"] == b"# Guide\n"
+            assert len(listed["skills"]) == 6
+    try:
+        anyio.run(main)
+    finally:
+        blocker.close()
+    assert [e.outcome for e in tree.index.audit()] == ["ok"]
+
+
+def test_a_read_after_a_reindex_is_resolved_again(tree: Tree, env: Environment,
+                                                  db_url: str) -> None:
+    guide = tree.root / "pdf" / "references" / "guide.md"
+
+    async def test(client: Client) -> None:
+        guide.write_text("# A longer guide\n", encoding="utf-8")
+        with SkillIndex.open(root_settings(tree.root), db=db_url, env=env) as other:
+            await anyio.to_thread.run_sync(other.reindex)
+        # The server has not looked for a reindex yet (it polls hourly here); the resolution
+        # it published from is gone, so the URI is resolved as the index is now.
+        data = content_bytes(await client.read_resource("skill://pdf/references/guide.md"))
+        assert data == b"# A longer guide\n"
+    tree.run(test, poll_seconds=3600)
+    (event,) = tree.index.audit()
+    assert (event.outcome, event.skill, event.bytes) == ("ok", "pdf", len(b"# A longer guide\n"))
+
+
 def test_tools_for_hosts_without_the_extension(tree: Tree) -> None:
     async def test(client: Client) -> None:
         listed = await client.call_tool("list_skills", {})
@@ -366,6 +421,11 @@ def test_a_skill_over_the_file_limit_is_withheld_and_explain_says_so(
                     await call(client, "skills/get", {"uri": "skill://big/SKILL.md"})
                 with pytest.raises(MCPError):
                     await client.read_resource("skill://big/file-000.txt")
+                # The catalog in the instructions names what is served, by its skill:// URI.
+                instructions = client.instructions or ""
+                assert "<location>skill://small/SKILL.md</location>" in instructions
+                assert "<name>big</name>" not in instructions
+                assert str(root) not in instructions
         anyio.run(main)
 
 

@@ -7,6 +7,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, NoReturn
 
 import anyio
@@ -24,7 +25,9 @@ from pydantic import StrictStr
 from skillindex import __version__
 from skillindex.api import SkillIndex
 from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
-from skillindex.query.disclose import Attempt, parse_uri_options
+from skillindex.query.catalog import CatalogItem
+from skillindex.query.catalog import build as build_catalog
+from skillindex.query.disclose import Attempt, SkillRef, parse_uri_options
 from skillindex.serve import skills
 
 INVALID_PARAMS = -32602
@@ -64,26 +67,40 @@ class Skills:
         self.legacy_sessions: list[Any] = []
         self.on_change: list[Callable[[], None]] = []
         self.publication = self._publish()
+        self.instructions = self._instructions(self.publication)
 
     def _publish(self) -> skills.Publication:
         # The generation is read first: a reindex that lands in between is seen at the next poll.
         generation = self.index.generation()
-        return skills.build(generation, self.index.manifests(self.index.winners()))
+        return skills.build(generation, self.index.stored_skills())
 
-    def instructions(self) -> str:
-        if not self.publication.skills:
+    def _instructions(self, publication: skills.Publication) -> str:
+        """The catalog `skillindex catalog` renders (its order, modes and budget), of the
+        skills this server serves, each located by the skill:// URI of its SKILL.md."""
+        if not publication.skills:
             return "No skills are available from this server."
         catalog = self.index.catalog()
+        served = publication.by_name
+        items = [CatalogItem(entry.name, entry.description, served[entry.name].uri)
+                 for entry in catalog.entries if entry.name in served]
+        text = build_catalog(items, max_chars=catalog.max_chars, fmt=catalog.format).text
         return ("Skills from skillindex. Load a skill with the load_skill tool (by name) and "
                 "read its files with read_skill_file (skill:// URIs from list_skills), or "
-                "through the MCP skills extension (skills/list, resources/read).\n\n"
-                + catalog.text)
+                "through the MCP skills extension (skills/list, resources/read).\n\n" + text)
+
+    def _newer(self) -> tuple[skills.Publication, str] | None:
+        if self.index.generation() == self.publication.generation:
+            return None
+        publication = self._publish()
+        return publication, self._instructions(publication)
 
     async def refresh(self) -> bool:
         """Publish again if a reindex committed since; True when something was announced."""
-        if self.index.generation() == self.publication.generation:
+        # In a worker thread: requests keep being answered from the current state meanwhile.
+        newer = await anyio.to_thread.run_sync(self._newer)
+        if newer is None:
             return False
-        self.publication = self._publish()
+        self.publication, self.instructions = newer
         for callback in self.on_change:
             callback()
         await self.bus.publish(ResourcesListChanged())
@@ -128,7 +145,7 @@ class Skills:
 
     async def list_skills(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
         publication = self.publication
-        entries = [skill.entry for skill in publication.skills]
+        entries = publication.entries
         start = self._offset(params.cursor, publication, len(entries))
         result: dict[str, Any] = {"resultType": "complete",
                                   "skills": entries[start:start + self.page_size],
@@ -170,7 +187,8 @@ class Skills:
             raise MCPError(INVALID_PARAMS, "Invalid cursor: the listing changed; list again")
         return start
 
-    # Reads: every attempt goes through the verified, audited disclosure of the index.
+    # Reads: every attempt goes through the verified, audited disclosure of the index. They
+    # block (file and database), so the async handlers run them in a worker thread.
 
     def read(self, uri: str, *, session: str, reason: str) -> tuple[str | bytes, str]:
         """The bytes of a served file, verified against the index; an MCPError otherwise."""
@@ -178,7 +196,9 @@ class Skills:
         if served is None:
             self._refuse_unserved(uri, session=session, reason=reason)
         try:
-            disclosure = self.index.read(uri, reason=reason, session=session)
+            disclosure = self.index.read_stored(uri, SkillRef(served.skill, served.rel_path),
+                                                served.resolution, reason=reason,
+                                                session=session)
         except SkillIndexError as exc:
             raise _protocol_error(exc, uri) from None
         text = disclosure.text
@@ -187,11 +207,13 @@ class Skills:
 
     def load(self, name: str, *, session: str) -> str:
         """The body of a served skill (a level-2 load)."""
-        if name not in self.publication.by_name:
+        skill = self.publication.by_name.get(name)
+        if skill is None:
             raise ToolError(f"no skill named {name!r} is served here; see list_skills")
         try:
-            disclosure = self.index.read(skills.base_uri(name), reason="load_skill",
-                                         session=session)
+            disclosure = self.index.read_stored(skills.base_uri(name), SkillRef(name, None),
+                                                skill.resolution, reason="load_skill",
+                                                session=session)
         except SkillIndexError as exc:
             raise ToolError(str(exc)) from None
         return disclosure.text or ""
@@ -249,7 +271,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
                 finally:
                     group.cancel_scope.cancel()
 
-        super().__init__(name=name, version=__version__, instructions=state.instructions(),
+        super().__init__(name=name, version=__version__, instructions=state.instructions,
                          extensions=[_SkillsExtension(state)], lifespan=lifespan,
                          subscriptions=state.bus)
         state.on_change.append(self._new_instructions)
@@ -258,7 +280,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
 
     def _new_instructions(self) -> None:
         # The SDK reads the instructions from its low-level server at every handshake.
-        self._lowlevel_server.instructions = self.state.instructions()
+        self._lowlevel_server.instructions = self.state.instructions
 
     async def list_resources(self) -> list[Resource]:
         return [Resource(uri=skill.uri, name=skill.name, description=skill.description,
@@ -266,8 +288,9 @@ class SkillServer(MCPServer[dict[str, Any]]):
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         ctx = _request_context(context)
-        content, kind = self.state.read(str(uri), session=self.state.session_label(ctx),
-                                        reason="resources/read")
+        content, kind = await anyio.to_thread.run_sync(partial(
+            self.state.read, str(uri), session=self.state.session_label(ctx),
+            reason="resources/read"))
         return [ReadResourceContents(content=content, mime_type=kind)]
 
     def _add_tools(self) -> None:

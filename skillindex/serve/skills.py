@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import mimetypes
-import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from skillindex.model import SkillManifest
+from skillindex.model import SkillManifest, StoredSkill
 from skillindex.query.disclose import SCHEME, skill_path
 
 EXTENSION = "io.modelcontextprotocol/skills"
@@ -28,6 +28,7 @@ class ServedFile:
     uri: str
     skill: str
     rel_path: str
+    resolution: str | None  # the key of the stored resolution a read looks the skill up in
 
     @property
     def mime_type(self) -> str:
@@ -51,6 +52,7 @@ class Published:
     description: str
     entry: dict[str, Any]
     files: tuple[str, ...]  # relative paths, as in the manifest
+    resolution: str | None
 
 
 class Publication:
@@ -60,6 +62,8 @@ class Publication:
                  files: Mapping[str, ServedFile], withheld: Sequence[Withheld]) -> None:
         self.generation = generation
         self.skills = tuple(skills)
+        # Kept once: every skills/list page is a slice of it.
+        self.entries = [skill.entry for skill in self.skills]
         self.by_uri = {skill.uri: skill for skill in self.skills}
         self.by_name = {skill.name: skill for skill in self.skills}
         self.by_base = {skill.uri[:-len(SKILL_MD) - 1]: skill for skill in self.skills}
@@ -110,7 +114,7 @@ def base_uri(name: str) -> str:
     return SCHEME + skill_path(name)
 
 
-def withheld_reason(manifest: SkillManifest) -> str | None:
+def withheld_reason(manifest: SkillManifest | StoredSkill) -> str | None:
     """Why this catalog skill is not served over MCP, or None when it is."""
     segments = skill_path(manifest.name).split("/")
     for segment in segments:
@@ -133,35 +137,43 @@ def withheld_reason(manifest: SkillManifest) -> str | None:
     return None
 
 
-def build(generation: str, manifests: Sequence[SkillManifest]) -> Publication:
+def build(generation: str, manifests: Sequence[SkillManifest | StoredSkill]) -> Publication:
     """The publication of these catalog skills (in catalog order), from their stored manifests."""
     skills: list[Published] = []
     files: dict[str, ServedFile] = {}
     withheld: list[Withheld] = []
+    quoted: dict[str, str] = {}  # most skills share most relative paths
     for manifest in manifests:
         reason = withheld_reason(manifest)
         if reason is not None:
             withheld.append(Withheld(manifest.name, reason))
             continue
+        resolution = manifest.resolution if isinstance(manifest, StoredSkill) else None
         base = base_uri(manifest.name)
         resources = []
         for entry in manifest.files:
             if entry.sha256 is None:  # over max_file_bytes: never read, so never served
                 continue
-            uri = f"{base}/{_quoted(entry.rel_path)}"
-            files[uri] = ServedFile(uri, manifest.name, entry.rel_path)
+            rel = entry.rel_path
+            path = quoted.get(rel)
+            if path is None:
+                path = quoted[rel] = _quoted(rel)
+            uri = f"{base}/{path}"
+            files[uri] = ServedFile(uri, manifest.name, rel, resolution)
             resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
                               "size": entry.size})
         description = str(manifest.frontmatter["description"])
         skills.append(Published(manifest.name, f"{base}/{SKILL_MD}", description, {
             "uri": f"{base}/{SKILL_MD}", "frontmatter": manifest.frontmatter,
-            "resources": resources}, tuple(entry.rel_path for entry in manifest.files)))
+            "resources": resources}, tuple(entry.rel_path for entry in manifest.files), resolution))
     return Publication(generation, skills, files, withheld)
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9._~/-]*")
+# What `quote(path, safe="/")` leaves as it is.
+_PLAIN = string.ascii_letters + string.digits + "._~/-"
 
 
 def _quoted(path: str) -> str:
     """`path` as URI path text (`/` kept); most paths need no escaping, so skip the work."""
-    return path if _PLAIN.fullmatch(path) else quote(path, safe="/")
+    # Stripping every plain character from both ends leaves nothing only if all are plain.
+    return path if not path.strip(_PLAIN) else quote(path, safe="/")
