@@ -247,8 +247,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
     widths[-1] = 0
     click.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for row in cells:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    # A thousand lines a write: one write a line costs more than formatting the line.
+    for start in range(0, len(cells), 1000):
+        click.echo("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                             .rstrip() for row in cells[start:start + 1000]))
 
 
 def finding_codes(candidate: Any) -> str:
