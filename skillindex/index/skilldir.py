@@ -185,6 +185,10 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 continue
             try:
                 linked = entry.is_symlink()
+                if not linked and entry.is_dir(follow_symlinks=False):
+                    # The directory's own type from the listing: no stat, it is not in the key.
+                    _descend(listing, stack, visited, rel_path, f"{real}/{name}")
+                    continue
                 st = entry.stat()
             except OSError as exc:
                 listing.findings.append(_warn(
