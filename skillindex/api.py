@@ -75,6 +75,7 @@ from skillindex.query.search import SearchHit
 from skillindex.store import audit, grants, migrate, queries, resolved, served
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
+from skillindex.store.chain import since_of
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
 
@@ -613,10 +614,9 @@ class SkillIndex:
 
     def _read_rules(self, candidate: Candidate) -> disclose.ReadRules:
         """What the candidate's root allows a read (its settings as they are now)."""
-        allow = next((spec.allow_hardlinks for spec in self.plan.roots
-                      if spec.path == candidate.root), self.settings.allow_hardlinks)
-        return disclose.ReadRules(allow_hardlinks=allow,
-                                  max_file_bytes=self.settings.max_file_bytes)
+        return disclose.ReadRules.of_root(candidate.root, self.plan.roots,
+                                          allow_hardlinks=self.settings.allow_hardlinks,
+                                          max_file_bytes=self.settings.max_file_bytes)
 
     def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self._session() as session:
@@ -730,7 +730,7 @@ class SkillIndex:
     def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,
                       session: str | None = None, reason: str | None = None) -> SkillCommand:
         """The message `/skill:<name> [args]` sends: the verified body, its path, the arguments."""
-        joined = (args if isinstance(args, str) else " ".join(args or ())).strip()
+        joined = disclose.command_args(args)
         attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
         with self._audited(attempt, reason=reason, session=session):
             if not self.settings.enable_skill_commands:
@@ -738,7 +738,7 @@ class SkillIndex:
                     "skill commands are switched off (enable_skill_commands = false)", skill=name)
             candidate = self._skill(name)
             expected = self._manifest_file(candidate.id, ENTRY)
-            return disclose.skill_command(candidate, expected, joined or None, attempt=attempt,
+            return disclose.skill_command(candidate, expected, joined, attempt=attempt,
                                           rules=self._read_rules(candidate))
 
     def verify(self) -> VerifyReport:
@@ -797,7 +797,7 @@ class SkillIndex:
               outcome: str | None = None, since: datetime | str | None = None,
               levels: bool = False) -> list[AuditEvent] | list[SessionLevels]:
         """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
-        start = _since(since)
+        start = since_of(since)
         if outcome is not None and outcome not in AUDIT_OUTCOMES:
             raise ConfigError(f"unknown outcome {outcome!r} (use one of "
                               f"{', '.join(AUDIT_OUTCOMES)})")
@@ -833,18 +833,6 @@ def _environment(env: Environment | None, cwd: str | Path | None) -> Environment
 def _object(text: str | None) -> dict[str, object]:
     value = None if text is None else json.loads(text)
     return value if isinstance(value, dict) else {}
-
-
-def _since(value: datetime | str | None) -> datetime | None:
-    """A UTC instant; a time without a zone is taken as UTC, like the stored times."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise ConfigError(f"since must be an ISO 8601 date or time, not {value!r}") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def context_files(config: Settings | str | Path | None = None, *,

@@ -33,6 +33,7 @@ from skillindex.model import (
     Level,
     Limits,
     ManifestFile,
+    RootSpec,
     SkillCommand,
     VerifyReport,
 )
@@ -177,6 +178,11 @@ def storable(text: str | None) -> str | None:
     return shown_name(text.replace("\x00", "\\x00"))
 
 
+def command_args(args: str | Sequence[str] | None) -> str | None:
+    """The arguments of `/skill:<name> args...` as one trimmed text; None when blank."""
+    return (args if isinstance(args, str) else " ".join(args or ())).strip() or None
+
+
 def command_message(body: str, path: Path, args: str | None) -> str:
     """The seed system's `/skill:` message; body and arguments trimmed as the seed trims them."""
     message = f"{body.strip()}\n\n---\n\nSkill: {path}"
@@ -258,6 +264,15 @@ class ReadRules:
 
     allow_hardlinks: bool
     max_file_bytes: int
+
+    @classmethod
+    def of_root(cls, root: Path, roots: Sequence[RootSpec], *, allow_hardlinks: bool,
+                max_file_bytes: int) -> ReadRules:
+        """The rules of the planned root `root` (its settings as they are now); the general
+        `allow_hardlinks` for a root no longer planned."""
+        allow = next((spec.allow_hardlinks for spec in roots if spec.path == root),
+                     allow_hardlinks)
+        return cls(allow_hardlinks=allow, max_file_bytes=max_file_bytes)
 
 
 def _gone(expected: ManifestFile | None, skill: str, rel_path: str) -> Exception:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,20 +11,14 @@ from sqlalchemy.orm import Session
 from skillindex.config import COLLISION_POLICIES
 from skillindex.model import Candidate, Finding, RootSpec, Status
 from skillindex.query import resolve
+from skillindex.query.quick import set_key
 from skillindex.query.resolve import Collision, Rules, Winner
 from skillindex.store import queries, resolved
+from skillindex.store.rows import RootCache, candidate_of
 
-# Part of every resolution's key: bump it when the policy's results change.
-RESOLUTION_VERSION = 1
 PAGE = 2_000
 Row = tuple[int, str, bool, str, str, str]  # id, name, enabled, root, SKILL.md, real directory
 Materialized = tuple[str, int, str | None]  # catalog name, candidate id, collision JSON
-
-
-def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
-    """What a resolution depends on: the planned roots, the runs that last changed them, rules."""
-    text = repr((RESOLUTION_VERSION, list(runs), tuple(roots), rules))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _key(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> str:
@@ -118,11 +111,11 @@ class Reader:
         self.session = session
         self.set_id = set_id
         self.specs = {spec.path: spec for spec in roots}
-        self._roots: queries.RootCache = {}
+        self._roots: RootCache = {}
 
     def _winner(self, name: str, collision: str | None, columns: Sequence[object],
                 findings: tuple[Finding, ...] = ()) -> Winner:
-        candidate = queries.candidate_of(columns, self._roots, findings)
+        candidate = candidate_of(columns, self._roots, findings)
         candidate = resolve.rebase(candidate, self.specs.get(candidate.root))
         return Winner(name, candidate, collision_of(collision))
 

@@ -16,8 +16,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from skillindex.errors import ConfigError, IndexMissingError, StoreError
+from skillindex.store import sql
 
-BUSY_TIMEOUT_MS = 15_000
+BUSY_TIMEOUT_MS = sql.SQLITE_BUSY_MS
 # Execution option: on SQLite, `connection.execution_options(**IMMEDIATE)` makes the next
 # transaction take the write lock at BEGIN, so a read-then-write transaction cannot lose a race
 # to another writer half way (SQLite would fail it at once instead of waiting). Ignored elsewhere.
@@ -133,10 +134,8 @@ def _configure_sqlite(engine: Engine) -> None:
         # Let SQLAlchemy, not the driver, decide where transactions begin (the documented recipe).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
+        for pragma in sql.SQLITE_PRAGMAS:
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine, "begin")

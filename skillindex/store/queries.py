@@ -7,16 +7,17 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, case, delete, func, insert, select, text, update
+from sqlalchemy import Executable, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from skillindex import model
 from skillindex.index.scanner import KnownFile, KnownSkill
 from skillindex.store import sql
+from skillindex.store.chain import utc
 from skillindex.store.models import (
     Approval,
     Base,
@@ -28,6 +29,13 @@ from skillindex.store.models import (
     Resource,
     Root,
     ScanIssue,
+)
+from skillindex.store.rows import (
+    RootCache,
+    candidate_of,
+    event_of,
+    levels_of,
+    manifest_file_of,
 )
 from skillindex.store.staging import Stage
 
@@ -280,31 +288,6 @@ def candidates_page(session: Session, index_name: str, root: str, after: str, li
     return [candidate_of(row, roots, tuple(findings.get(row[0], ()))) for row in rows]
 
 
-RootCache = dict[str, tuple[Path, model.Scope]]
-
-
-def candidate_of(row: Sequence[Any], roots: RootCache,
-                 findings: tuple[model.Finding, ...] = ()) -> model.Candidate:
-    """A Candidate from the columns of `_candidates_query` (or `resolved.CANDIDATE_COLUMNS`).
-
-    Parsing a path is the costliest step here: one Path per root (kept in `roots`), and per
-    candidate only what cannot be derived from its SKILL.md path.
-    """
-    (cid, name, description, skill_path, dir_path, real_path, state, enabled, manual,
-     root_path, scope, provider, precedence, position) = row
-    root = roots.get(root_path)
-    if root is None:
-        root = roots[root_path] = (Path(root_path), model.Scope(scope))
-    path = Path(skill_path)
-    directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
-    real = directory if real_path == dir_path else Path(real_path)
-    return model.Candidate(
-        id=cid, name=name, description=description, path=path, directory=directory,
-        real_path=real, root=root[0], scope=root[1], provider=provider,
-        precedence=precedence, position=position, status=model.Status(state),
-        enabled=bool(enabled), findings=findings, model_invocation=not manual)
-
-
 def findings_of(session: Session, ids: list[int]) -> dict[int, list[model.Finding]]:
     """The findings of these candidates, in the order they were written."""
     found: dict[int, list[model.Finding]] = defaultdict(list)
@@ -359,7 +342,7 @@ def root_scans(session: Session, index_name: str,
         select(Root.path, Root.present, IndexRun.started_at)
         .outerjoin(IndexRun, IndexRun.id == Root.last_run_id)
         .where(Root.index_name == index_name, Root.path.in_(list(paths))))
-    return {path: (present, None if started is None else _utc(started))
+    return {path: (present, None if started is None else utc(started))
             for path, present, started in rows}
 
 
@@ -389,7 +372,7 @@ def manifest_file(session: Session, candidate_id: int, rel_path: str) -> model.M
     """The manifest row a read of `rel_path` is checked against; None when it was not indexed."""
     row = session.execute(
         _MANIFEST_FILE, {"candidate_id": candidate_id, "rel_path": rel_path}).one_or_none()
-    return None if row is None else model.ManifestFile(*row)
+    return manifest_file_of(row)
 
 
 def risk_findings(session: Session, candidate_ids: Sequence[int],
@@ -472,54 +455,27 @@ def frontmatters(session: Session, candidate_ids: Sequence[int]) -> dict[int, st
     return found
 
 
-def _event_filters(index_name: str, session_id: str | None, skill: str | None,
-                   outcome: str | None, since: datetime | None) -> list[Any]:
-    filters: list[Any] = [LoadEvent.index_name == index_name]
-    if session_id is not None:
-        filters.append(LoadEvent.session == session_id)
-    if skill is not None:
-        filters.append(LoadEvent.skill == skill)
-    if outcome is not None:
-        filters.append(LoadEvent.outcome == outcome)
-    if since is not None:
-        filters.append(LoadEvent.time >= since)
-    return filters
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back the naive UTC wall clock it was given.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+def _audit(statement: str, index_name: str, session_id: str | None, skill: str | None,
+           outcome: str | None, since: datetime | None) -> tuple[Any, dict[str, Any]]:
+    found, params = sql.audit_filter(statement, index_name, session=session_id, skill=skill,
+                                     outcome=outcome, since=since)
+    query = text(found)
+    if since is not None:  # compared as each backend stores times (text on SQLite)
+        query = query.bindparams(bindparam("since", type_=LoadEvent.__table__.c.time.type))
+    return query, params
 
 
 def events(session: Session, index_name: str, *, session_id: str | None = None,
            skill: str | None = None, outcome: str | None = None,
            since: datetime | None = None) -> list[model.AuditEvent]:
     """Audit rows in the order they were written."""
-    rows = session.scalars(
-        select(LoadEvent)
-        .where(*_event_filters(index_name, session_id, skill, outcome, since))
-        .order_by(LoadEvent.id)
-    ).all()
-    return [model.AuditEvent(
-        time=_utc(row.time), event=row.event, level=row.level, outcome=row.outcome,
-        skill=row.skill, resource=row.resource, bytes=row.bytes, digest=row.digest,
-        reason=row.reason, session=row.session, path=row.path) for row in rows]
+    query, params = _audit(sql.AUDIT_EVENTS, index_name, session_id, skill, outcome, since)
+    return [event_of(row) for row in session.execute(query, params)]
 
 
 def session_levels(session: Session, index_name: str, *, session_id: str | None = None,
                    skill: str | None = None, outcome: str | None = None,
                    since: datetime | None = None) -> list[model.SessionLevels]:
     """Bytes per disclosure level for each session, sessions in order of their first event."""
-    def level_sum(level: model.Level) -> Any:
-        return func.coalesce(func.sum(case((LoadEvent.level == level.value, LoadEvent.bytes),
-                                           else_=0)), 0)
-
-    rows = session.execute(
-        select(LoadEvent.session, level_sum(model.Level.CATALOG), level_sum(model.Level.BODY),
-               level_sum(model.Level.RESOURCE), func.count())
-        .where(*_event_filters(index_name, session_id, skill, outcome, since))
-        .group_by(LoadEvent.session)
-        .order_by(func.min(LoadEvent.id))
-    ).all()
-    return [model.SessionLevels(name, int(l1), int(l2), int(l3), int(count))
-            for name, l1, l2, l3, count in rows]
+    query, params = _audit(sql.AUDIT_LEVELS, index_name, session_id, skill, outcome, since)
+    return [levels_of(row) for row in session.execute(query, params)]

@@ -9,6 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# Every SQLite connection, either driver's: wait for a writer rather than fail, WAL (readers
+# never wait for the reindex's write), and commits that sync at checkpoints only.
+SQLITE_BUSY_MS = 15_000
+SQLITE_PRAGMAS = (f"PRAGMA busy_timeout = {SQLITE_BUSY_MS}", "PRAGMA foreign_keys = ON",
+                  "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL")
+
 # The columns a candidate is built from, in `queries.candidate_of`'s order.
 CANDIDATE_COLUMNS = (
     "c.id, c.name, c.description, c.skill_path, c.dir_path, c.real_path, c.status, c.enabled, "
@@ -34,6 +40,40 @@ COLLISIONS = ("SELECT collision FROM resolved_winner WHERE set_id = :set_id "
               "AND collision IS NOT NULL ORDER BY ordinal")
 MANIFEST_FILE = ("SELECT rel_path, size, xxh3, sha256 FROM resource "
                  "WHERE candidate_id = :candidate_id AND rel_path = :rel_path")
+
+# The audit chain (see store/chain.py): the head of an index's chain, and one append after it.
+AUDIT_HEAD = ("SELECT row_hash, time FROM load_event WHERE index_name = :index_name "
+              "ORDER BY id DESC LIMIT 1")
+AUDIT_APPEND = (
+    "INSERT INTO load_event (index_name, time, event, skill, resource, level, bytes, digest, "
+    "outcome, reason, session, path, prev_hash, row_hash) VALUES (:index_name, :time, :event, "
+    ":skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, :path, "
+    ":prev_hash, :row_hash) RETURNING id")
+# Audit rows oldest first, in `rows.event_of`'s order; bytes per level for each session.
+AUDIT_EVENTS = ("SELECT time, event, level, outcome, skill, resource, bytes, digest, reason, "
+                "session, path FROM load_event WHERE {where} ORDER BY id")
+AUDIT_LEVELS = (
+    "SELECT session, "
+    "COALESCE(SUM(CASE WHEN level = 1 THEN bytes ELSE 0 END), 0), "
+    "COALESCE(SUM(CASE WHEN level = 2 THEN bytes ELSE 0 END), 0), "
+    "COALESCE(SUM(CASE WHEN level = 3 THEN bytes ELSE 0 END), 0), COUNT(*) "
+    "FROM load_event WHERE {where} GROUP BY session ORDER BY MIN(id)")
+
+
+def audit_filter(statement: str, index_name: str, *, session: str | None, skill: str | None,
+                 outcome: str | None, since: object | None) -> tuple[str, dict[str, Any]]:
+    """AUDIT_EVENTS or AUDIT_LEVELS narrowed to one index and the filters given; `since` is
+    bound as the caller's driver compares times (`:since`)."""
+    params: dict[str, Any] = {"index_name": index_name}
+    where = ["index_name = :index_name"]
+    for column, value in (("session", session), ("skill", skill), ("outcome", outcome)):
+        if value is not None:
+            where.append(f"{column} = :{column}")
+            params[column] = value
+    if since is not None:
+        where.append("time >= :since")
+        params["since"] = since
+    return statement.format(where=" AND ".join(where)), params
 
 
 def root_runs(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:

@@ -1,0 +1,54 @@
+"""Values built from the rows of the statements in store/sql.py, whichever driver ran them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from skillindex import model
+from skillindex.store.chain import utc
+
+RootCache = dict[str, tuple[Path, model.Scope]]
+
+
+def candidate_of(row: Sequence[Any], roots: RootCache,
+                 findings: tuple[model.Finding, ...] = ()) -> model.Candidate:
+    """A Candidate from the columns of `sql.CANDIDATE_COLUMNS`, in their order.
+
+    Parsing a path is the costliest step here: one Path per root (kept in `roots`), and per
+    candidate only what cannot be derived from its SKILL.md path.
+    """
+    (cid, name, description, skill_path, dir_path, real_path, state, enabled, manual,
+     root_path, scope, provider, precedence, position) = row
+    root = roots.get(root_path)
+    if root is None:
+        root = roots[root_path] = (Path(root_path), model.Scope(scope))
+    path = Path(skill_path)
+    directory = path.parent if os.path.dirname(skill_path) == dir_path else Path(dir_path)
+    real = directory if real_path == dir_path else Path(real_path)
+    return model.Candidate(
+        id=cid, name=name, description=description, path=path, directory=directory,
+        real_path=real, root=root[0], scope=root[1], provider=provider,
+        precedence=precedence, position=position, status=model.Status(state),
+        enabled=bool(enabled), findings=findings, model_invocation=not manual)
+
+
+def manifest_file_of(row: Sequence[Any] | None) -> model.ManifestFile | None:
+    """The row of `sql.MANIFEST_FILE`, if there was one."""
+    return None if row is None else model.ManifestFile(*row)
+
+
+def event_of(row: Sequence[Any]) -> model.AuditEvent:
+    """An audit row of `sql.AUDIT_EVENTS` (SQLite gives its time as text)."""
+    time, event, level, outcome, skill, resource, size, digest, reason, session, path = row
+    return model.AuditEvent(time=utc(time), event=event, level=level, outcome=outcome,
+                            skill=skill, resource=resource, bytes=size, digest=digest,
+                            reason=reason, session=session, path=path)
+
+
+def levels_of(row: Sequence[Any]) -> model.SessionLevels:
+    """A row of `sql.AUDIT_LEVELS`."""
+    session, l1, l2, l3, count = row
+    return model.SessionLevels(session, int(l1), int(l2), int(l3), int(count))
