@@ -15,7 +15,7 @@ from skillindex.cli.common import (
     table,
 )
 from skillindex.errors import EXIT_ERROR
-from skillindex.model import AUDIT_OUTCOMES, ChainReport
+from skillindex.model import AUDIT_OUTCOMES, AuditEvent, ChainReport, SessionLevels
 
 
 @cli.command()
@@ -40,8 +40,14 @@ def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | Non
       skillindex --json read skill://pdf
     """
     options = options_of(ctx, as_json)
-    with options.open() as index:
-        found = index.read(uri, reason=reason, session=session_id, max_bytes=max_bytes)
+    # A migrated SQLite index answers without SQLAlchemy: a host pays this start-up per read.
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    found = oneshot.read(options.config, db=options.db, cwd=options.cwd, index=options.index,
+                         uri=uri, reason=reason, session=session_id, max_bytes=max_bytes)
+    if found is None:
+        with options.open() as index:
+            found = index.read(uri, reason=reason, session=session_id, max_bytes=max_bytes)
     if options.json:
         print_json(found.as_dict())
     else:
@@ -69,8 +75,14 @@ def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: st
       skillindex command --json --session s-42 deploy fix --dry-run
     """
     options = options_of(ctx, as_json)
-    with options.open() as index:
-        message = index.skill_command(name, args, session=session_id)
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    message = oneshot.skill_command(options.config, db=options.db, cwd=options.cwd,
+                                    index=options.index, name=name, args=args,
+                                    session=session_id)
+    if message is None:
+        with options.open() as index:
+            message = index.skill_command(name, args, session=session_id)
     if options.json:
         print_json(message.as_dict())
     else:
@@ -145,12 +157,21 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
     if ctx.invoked_subcommand is not None:
         return
     options = options_of(ctx, as_json)
-    with options.open() as index:
-        if levels:
-            totals = index.audit(session=session_id, skill=skill, outcome=outcome, since=since,
-                                 levels=True)
-        else:
-            events = index.audit(session=session_id, skill=skill, outcome=outcome, since=since)
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    found = oneshot.audit(options.config, db=options.db, cwd=options.cwd, index=options.index,
+                          session=session_id, skill=skill, outcome=outcome, since=since,
+                          levels=levels)
+    if found is None:
+        with options.open() as index:
+            if levels:
+                found = index.audit(session=session_id, skill=skill, outcome=outcome,
+                                    since=since, levels=True)
+            else:
+                found = index.audit(session=session_id, skill=skill, outcome=outcome,
+                                    since=since)
+    totals = [row for row in found if isinstance(row, SessionLevels)]
+    events = [row for row in found if isinstance(row, AuditEvent)]
     if levels:
         if options.json:
             print_json([row.as_dict() for row in totals])

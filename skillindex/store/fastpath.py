@@ -1,15 +1,27 @@
-"""Looks up a cached catalog in a SQLite index through the sqlite3 module alone."""
+"""Reads a SQLite index at the current schema, and appends to its audit chain, through sqlite3.
+
+The statements are those of store/sql.py and the chain is store/chain.py's, so what this path
+reads and writes is what the SQLAlchemy path would. Every function answers None (or False)
+where the caller should take that path instead: no file, another schema, a database error.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
 
+from skillindex import model
 from skillindex.store import sql
+from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
+from skillindex.store.rows import manifest_file_of
 
 RootRuns = list[tuple[str, int]]
+Found = tuple[int, Any, model.ManifestFile | None]  # place, winner row, manifest row
 
 
 def sqlite_file(url: str) -> str | None:
@@ -21,26 +33,107 @@ def sqlite_file(url: str) -> str | None:
     return path if path and path != ":memory:" else None
 
 
+@contextmanager
+def opened(path: str) -> Iterator[sqlite3.Connection | None]:
+    """A connection to the index at `path` when its schema is the one this code expects
+    (transactions are begun explicitly); None when it is not, or cannot be opened."""
+    connection = None
+    if os.path.isfile(path):
+        try:
+            connection = sqlite3.connect(path, timeout=sql.SQLITE_BUSY_MS / 1000,
+                                         isolation_level=None)
+            for pragma in sql.SQLITE_PRAGMAS:
+                connection.execute(pragma)
+            if connection.execute(sql.SCHEMA_VERSION).fetchone() != (HEAD,):
+                connection.close()
+                connection = None
+        except sqlite3.Error:
+            if connection is not None:
+                connection.close()
+            connection = None
+    try:
+        yield connection
+    finally:
+        if connection is not None:
+            connection.close()
+
+
+def root_runs(connection: sqlite3.Connection, index_name: str, roots: Sequence[str]) -> RootRuns:
+    statement, params = sql.root_runs(roots)
+    return [(root, run or 0) for root, run in connection.execute(
+        statement, {"index_name": index_name, **params})]
+
+
 def cached_payload(path: str, index_name: str, roots: Sequence[str],
                    key_of: Callable[[RootRuns], str]) -> str | None:
     """The cached catalog for these roots, or None (no file, older schema, no entry, error)."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        connection = sqlite3.connect(path, timeout=15)
-    except sqlite3.Error:
-        return None
-    try:
-        version = connection.execute(sql.SCHEMA_VERSION).fetchone()
-        if version != (HEAD,):
+    with opened(path) as connection:
+        if connection is None:
             return None
-        statement, params = sql.root_runs(roots)
-        runs = [(root, run or 0) for root, run in connection.execute(
-            statement, {"index_name": index_name, **params})]
-        row = connection.execute(
-            sql.CACHED_CATALOG, {"index_name": index_name, "key": key_of(runs)}).fetchone()
+        try:
+            runs = root_runs(connection, index_name, roots)
+            row = connection.execute(
+                sql.CACHED_CATALOG, {"index_name": index_name, "key": key_of(runs)}).fetchone()
+        except sqlite3.Error:
+            return None
         return None if row is None else str(row[0])
+
+
+def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                  key_of: Callable[[RootRuns], str],
+                  wanted: Sequence[tuple[str, str]]) -> Found | None:
+    """The first of the `wanted` (name, file) the stored resolution of these roots has a winner
+    for: its place in `wanted`, its row (`sql.WINNER_BY_NAME`) and the file's manifest row.
+
+    One read transaction, so the three answers are of one state of the index; None when no
+    resolution is stored for the roots as they are now, no name wins, or the database fails.
+    """
+    try:
+        connection.execute("BEGIN")
+        try:
+            runs = root_runs(connection, index_name, roots)
+            found = connection.execute(
+                sql.SET_BY_KEY, {"index_name": index_name, "key": key_of(runs)}).fetchone()
+            if found is None:
+                return None
+            for place, (name, rel_path) in enumerate(wanted):
+                row = connection.execute(
+                    sql.WINNER_BY_NAME, {"set_id": found[0], "name": name}).fetchone()
+                if row is not None:
+                    expected = connection.execute(
+                        sql.MANIFEST_FILE,
+                        {"candidate_id": row[2], "rel_path": rel_path}).fetchone()
+                    return place, row, manifest_file_of(expected)
+            return None
+        finally:
+            connection.execute("COMMIT")
     except sqlite3.Error:
         return None
-    finally:
-        connection.close()
+
+
+def append_event(connection: sqlite3.Connection, index_name: str,
+                 record: model.AuditRecord) -> bool:
+    """Append one event to the index's chain exactly as `audit.append` does on SQLite; False,
+    with nothing written, when the database refuses it."""
+    try:
+        connection.execute("BEGIN IMMEDIATE")  # the head read and the insert are one step
+        try:
+            head = connection.execute(sql.AUDIT_HEAD, {"index_name": index_name}).fetchone()
+            row = linked(fields_of(index_name, record), head, datetime.now(UTC))
+            connection.execute(sql.AUDIT_APPEND, row).fetchall()
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def audit_rows(connection: sqlite3.Connection, statement: str,
+               params: dict[str, Any]) -> list[Any] | None:
+    """The rows of one audit listing (`sql.audit_filter`); None when the database fails."""
+    try:
+        return connection.execute(statement, params).fetchall()
+    except sqlite3.Error:
+        return None

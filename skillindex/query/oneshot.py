@@ -1,0 +1,194 @@
+"""Answers one-shot reads, /skill: messages and audit listings through sqlite3, without SQLAlchemy.
+
+Each function returns what the `SkillIndex` method of the same name would, or None when the
+request needs the full path: not a plain SQLite file, another schema, no stored resolution for
+these roots, a root that quarantines risky skills, a name that does not win, a database error
+before anything is disclosed. The full path then answers, and reports errors, as it always does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from sqlite3 import Connection
+from typing import TypeVar
+
+from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
+from skillindex.errors import SkillIndexError
+from skillindex.index.skilldir import ENTRY, is_text
+from skillindex.model import (
+    AUDIT_OUTCOMES,
+    AuditEvent,
+    Candidate,
+    Disclosure,
+    Level,
+    ManifestFile,
+    RiskPolicy,
+    RootSpec,
+    SessionLevels,
+    SkillCommand,
+)
+from skillindex.providers import plan_roots
+from skillindex.query import disclose
+from skillindex.query.quick import set_key
+from skillindex.query.resolve import Rules, rebase
+from skillindex.store import fastpath, sql
+from skillindex.store.chain import since_of, stored_time
+from skillindex.store.rows import candidate_of, event_of, levels_of
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Here:
+    settings: Settings
+    env: Environment
+    path: str  # the SQLite file
+
+    @property
+    def index_name(self) -> str:
+        return self.settings.index_name
+
+
+def _here(config: str | Path | None, db: str | None, cwd: str | Path | None,
+          index: str | None) -> _Here | None:
+    try:
+        env = Environment.from_os(cwd=cwd)
+        path = fastpath.sqlite_file(database_url(db, env))
+        if path is None:
+            return None
+        settings = load_settings(config, env)
+        if index is not None:
+            settings = replace(settings, index_name=check_index_name(index))
+    except SkillIndexError:
+        return None  # the full path reports it
+    return _Here(settings, env, path)
+
+
+def _winner(connection: Connection, here: _Here, roots: Sequence[RootSpec],
+            wanted: Sequence[tuple[str, str]]) -> tuple[int, Candidate, ManifestFile | None] | None:
+    """The first (name, file) of `wanted` whose name wins here, with its candidate and the
+    file's manifest row, from the stored resolution of these roots."""
+    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+        return None  # what is withheld depends on approvals: never stored
+    rules = Rules.from_settings(here.settings)
+    found = fastpath.stored_winner(connection, here.index_name, [str(s.path) for s in roots],
+                                   lambda runs: set_key(runs, roots, rules), wanted)
+    if found is None:
+        return None
+    place, row, expected = found
+    candidate = candidate_of(row[2:], {})
+    specs = {spec.path: spec for spec in roots}
+    return place, rebase(candidate, specs.get(candidate.root)), expected
+
+
+def _audited(connection: Connection, here: _Here, attempt: disclose.Attempt, *,
+             reason: str | None, session: str | None, act: Callable[[], T]) -> T | None:
+    """`act()`, then its audit row, as `SkillIndex._audited` writes it; None, with nothing
+    handed over, when the row cannot be written (the full path then tries again and reports)."""
+    def logged(outcome: str) -> bool:
+        record = attempt.record(outcome=outcome, reason=reason, session=session)
+        return fastpath.append_event(connection, here.index_name, record)
+
+    try:
+        result = act()
+    except SkillIndexError as exc:
+        if not logged(exc.outcome):
+            return None
+        raise
+    except Exception:
+        if not logged("error"):
+            return None
+        raise
+    except BaseException:
+        logged("error")
+        raise
+    return result if logged(disclose.OK) else None
+
+
+def read(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+         index: str | None, uri: str, reason: str | None = None, session: str | None = None,
+         max_bytes: int | None = None) -> Disclosure | None:
+    """`SkillIndex.read(uri, ...)`, or None for the full path."""
+    here = _here(config, db, cwd, index)
+    if here is None or (max_bytes is not None and max_bytes < 0):
+        return None
+    try:
+        options = disclose.parse_uri_options(uri)
+    except SkillIndexError:
+        return None  # refused before any lookup: the full path audits and reports it
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        roots = plan_roots(here.settings, here.env).roots
+        # Bytes of argv that are not UTF-8 name no skill (and sqlite3 cannot bind them).
+        refs = [ref for ref in options if is_text(ref.name)]
+        found = _winner(connection, here, roots, [(ref.name, ref.file) for ref in refs])
+        if found is None:
+            return None
+        place, candidate, expected = found
+        ref = refs[place]
+        attempt = disclose.Attempt.of_uri(uri)
+        attempt.aim(ref)
+        rules = disclose.ReadRules.of_root(
+            candidate.root, roots, allow_hardlinks=here.settings.allow_hardlinks,
+            max_file_bytes=here.settings.max_file_bytes)
+        return _audited(connection, here, attempt, reason=reason, session=session,
+                        act=lambda: disclose.disclose(uri, ref, candidate, expected,
+                                                      max_bytes=max_bytes, attempt=attempt,
+                                                      rules=rules))
+
+
+def skill_command(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+                  index: str | None, name: str, args: str | Sequence[str] | None = None,
+                  session: str | None = None,
+                  reason: str | None = None) -> SkillCommand | None:
+    """`SkillIndex.skill_command(name, args, ...)`, or None for the full path."""
+    here = _here(config, db, cwd, index)
+    if here is None or not here.settings.enable_skill_commands or not is_text(name):
+        return None
+    joined = disclose.command_args(args)
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        roots = plan_roots(here.settings, here.env).roots
+        found = _winner(connection, here, roots, [(name, ENTRY)])
+        if found is None:
+            return None
+        _, candidate, expected = found
+        attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
+        rules = disclose.ReadRules.of_root(
+            candidate.root, roots, allow_hardlinks=here.settings.allow_hardlinks,
+            max_file_bytes=here.settings.max_file_bytes)
+        return _audited(connection, here, attempt, reason=reason, session=session,
+                        act=lambda: disclose.skill_command(candidate, expected, joined,
+                                                           attempt=attempt, rules=rules))
+
+
+def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+          index: str | None, session: str | None = None, skill: str | None = None,
+          outcome: str | None = None, since: str | None = None,
+          levels: bool = False) -> list[AuditEvent] | list[SessionLevels] | None:
+    """`SkillIndex.audit(...)`, or None for the full path."""
+    here = _here(config, db, cwd, index)
+    if here is None or (outcome is not None and outcome not in AUDIT_OUTCOMES):
+        return None
+    try:
+        start = since_of(since)
+    except SkillIndexError:
+        return None
+    if not all(is_text(value) for value in (session, skill) if value is not None):
+        return None
+    statement, params = sql.audit_filter(
+        sql.AUDIT_LEVELS if levels else sql.AUDIT_EVENTS, here.index_name, session=session,
+        skill=skill, outcome=outcome, since=None if start is None else stored_time(start))
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        rows = fastpath.audit_rows(connection, statement, params)
+    if rows is None:
+        return None
+    if levels:
+        return [levels_of(row) for row in rows]
+    return [event_of(row) for row in rows]
