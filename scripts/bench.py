@@ -156,6 +156,39 @@ def peak_kib(script: str, config: Path, db: Path, cwd: Path) -> int:
     return int(output.strip().splitlines()[-1])
 
 
+def startup_rows(config: Path, db: Path, cwd: Path, repeat: int) -> dict[str, float]:
+    """Whole `skillindex` processes of the one-shot commands beside `python -c pass`, medians.
+
+    Each repetition runs every command once in turn, so a busy neighbour slows them alike. The
+    processes may write and use bytecode caches (an installed package has them), and each
+    command runs once before timing so that the caches exist.
+    """
+    base = [sys.executable, "-m", "skillindex", "--config", str(config), "--db", str(db),
+            "--cwd", str(cwd)]
+    commands = {
+        "python_start_s": [sys.executable, "-c", "pass"],
+        "read_process_s": [*base, "read", "skill://skill-000002", "--session", "startup"],
+        "command_process_s": [*base, "command", "--session", "startup", "skill-000002", "go"],
+        "audit_process_s": [*base, "audit", "--session", "startup"],
+        "catalog_process_s": [*base, "catalog"],
+        "search_process_s": [*base, "search", "report export"],
+    }
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+    def run(argv: list[str]) -> None:
+        subprocess.run(argv, check=True, capture_output=True, env=env)
+
+    times: dict[str, list[float]] = {key: [] for key in commands}
+    for argv in commands.values():
+        run(argv)
+    for _ in range(max(repeat, 5)):
+        for key, argv in commands.items():
+            started = time.perf_counter()
+            run(argv)
+            times[key].append(time.perf_counter() - started)
+    return {key: statistics.median(values) for key, values in times.items()}
+
+
 # `skillindex serve` over stdio is measured when the mcp extra is installed.
 MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
 
@@ -232,6 +265,7 @@ def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
         python_only = [sys.executable, "-c", "pass"]
         results["python_start_s"] = median_time(
             lambda: subprocess.run(python_only, check=True, capture_output=True), repeat)
+        results.update(startup_rows(config, db, cwd, repeat))
     if hasattr(index, "read"):
         name = "skill-000002"
         index.read(f"skill://{name}", reason="bench")
@@ -314,6 +348,10 @@ def table(results: list[dict[str, Any]]) -> str:
         ("catalog library call", "catalog_call_s"),
         ("`skillindex catalog` process", "catalog_process_s"),
         ("python -c pass (process floor)", "python_start_s"),
+        ("`skillindex read` process", "read_process_s"),
+        ("`skillindex command` process", "command_process_s"),
+        ("`skillindex audit` process", "audit_process_s"),
+        ("`skillindex search` process", "search_process_s"),
         ("read body (verify + audit)", "read_body_s"),
         ("read resource (verify + audit)", "read_resource_s"),
         ("serve: start-up to first skills/list page", "mcp_start_s"),
