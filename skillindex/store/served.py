@@ -9,7 +9,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from skillindex import model
-from skillindex.store import queries, sql
+from skillindex.store import sql
+from skillindex.store.rows import candidate_of
 
 # Both follow the resolution's ordinal, so a manifest's files arrive right after one another.
 _SKILLS = text(
@@ -62,6 +63,6 @@ def winner_file(connection: Connection, index_name: str, key: str, name: str,
                                             "rel_path": rel_path}).first()
     if row is None:
         return None
-    candidate = queries.candidate_of(row[:_COLUMNS], {})
+    candidate = candidate_of(row[:_COLUMNS], {})
     file = row[_COLUMNS:]
     return candidate, None if file[0] is None else model.ManifestFile(*file)

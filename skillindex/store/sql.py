@@ -15,7 +15,7 @@ SQLITE_BUSY_MS = 15_000
 SQLITE_PRAGMAS = (f"PRAGMA busy_timeout = {SQLITE_BUSY_MS}", "PRAGMA foreign_keys = ON",
                   "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL")
 
-# The columns a candidate is built from, in `queries.candidate_of`'s order.
+# The columns a candidate is built from, in `rows.candidate_of`'s order.
 CANDIDATE_COLUMNS = (
     "c.id, c.name, c.description, c.skill_path, c.dir_path, c.real_path, c.status, c.enabled, "
     "c.disable_model_invocation, r.path, r.scope, r.provider, r.precedence, r.position")
