@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import mimetypes
 import os
@@ -130,9 +131,14 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
-# Python's own table (never the machine's /etc/mime.types, so every host answers alike), with
-# the types skills ship most that older Pythons lack or name differently.
-_TYPES = mimetypes.MimeTypes(filenames=())
+@functools.cache
+def _types() -> mimetypes.MimeTypes:
+    """Python's own table (never the machine's /etc/mime.types, so every host answers alike),
+    built at the first use: a process that reads a body never needs it."""
+    return mimetypes.MimeTypes(filenames=())
+
+
+# The types skills ship most that older Pythons lack or name differently.
 _EXTRA = {".md": MARKDOWN, ".markdown": MARKDOWN, ".woff": "font/woff", ".woff2": "font/woff2",
           ".ttf": "font/ttf", ".otf": "font/otf", ".js": "text/javascript",
           ".mjs": "text/javascript", ".ts": "text/x-typescript", ".yaml": "application/yaml",
@@ -151,7 +157,7 @@ def content_type(rel_path: str, data: bytes = b"") -> str:
     """The media type of a skill's file, from its name, and from its bytes when the name says
     text (or nothing) but the bytes are not text."""
     suffix = PurePosixPath(rel_path).suffix.lower()
-    guessed = _EXTRA.get(suffix) or _TYPES.guess_type(f"x{suffix}", strict=False)[0]
+    guessed = _EXTRA.get(suffix) or _types().guess_type(f"x{suffix}", strict=False)[0]
     if guessed is not None and not guessed.startswith("text/"):
         return guessed
     magic = next((kind for magic, kind in _MAGIC if data.startswith(magic)), None)

@@ -31,8 +31,7 @@ from skillindex.model import (
 )
 from skillindex.providers import plan_roots
 from skillindex.query import disclose
-from skillindex.query.quick import set_key
-from skillindex.query.resolve import Rules, rebase
+from skillindex.query.resolve import Rules, rebase, set_key
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
 from skillindex.store.rows import candidate_of, event_of, levels_of

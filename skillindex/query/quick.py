@@ -1,4 +1,4 @@
-"""The keys stored results are found by, and a cached catalog served without SQLAlchemy."""
+"""Serves a catalog that is already cached without importing SQLAlchemy (the host's start-up)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,6 @@ from skillindex.store.fastpath import cached_payload, sqlite_file
 
 # Part of every cached catalog's key: bump it when rendering or resolution changes.
 CATALOG_VERSION = 2
-# Part of every stored resolution's key: bump it when the policy's results change.
-RESOLUTION_VERSION = 1
-
-
-def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
-    """What a resolution depends on: the planned roots, the runs that last changed them, rules."""
-    text = repr((RESOLUTION_VERSION, list(runs), tuple(roots), rules))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def catalog_key(*, limit: int, fmt: str, has_read: bool, runs: Sequence[tuple[str, int]],

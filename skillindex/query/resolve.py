@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -189,6 +190,17 @@ def _answers_to(candidate: Candidate, name: str) -> bool:
 
 def rank(candidate: Candidate) -> tuple[int, int, str]:
     return -candidate.precedence, candidate.position, str(candidate.path)
+
+
+# Part of every stored resolution's key: bump it when the policy's results change.
+RESOLUTION_VERSION = 1
+
+
+def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
+    """What a stored resolution depends on: the planned roots, the runs that last changed them,
+    the rules."""
+    text = repr((RESOLUTION_VERSION, list(runs), tuple(roots), rules))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:

@@ -11,8 +11,7 @@ from sqlalchemy.orm import Session
 from skillindex.config import COLLISION_POLICIES
 from skillindex.model import Candidate, Finding, RootSpec, Status
 from skillindex.query import resolve
-from skillindex.query.quick import set_key
-from skillindex.query.resolve import Collision, Rules, Winner
+from skillindex.query.resolve import Collision, Rules, Winner, set_key
 from skillindex.store import queries, resolved
 from skillindex.store.rows import RootCache, candidate_of
 
