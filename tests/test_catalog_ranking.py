@@ -60,15 +60,18 @@ def test_a_query_puts_the_relevant_skills_first(db_url: str, env: Environment,
 def test_a_tight_budget_keeps_the_most_relevant_in_full(db_url: str, env: Environment,
                                                         root: Path) -> None:
     with _open(db_url, env, root) as index:
-        budget = len(index.catalog(query="audio", max_chars=10**6).text) - 200
+        full = index.catalog(query="audio recordings", max_chars=10**6).entries
+        first, second, *rest = (CatalogItem(e.name, e.description, e.location) for e in full)
+        # Exactly the size of the best match in full and the next by name: whatever the length
+        # of the locations, the third skill cannot fit, not even by name.
+        budget = len(build_ranked([first, CatalogItem(second.name, "", second.location)],
+                                  max_chars=10**6, fmt="xml").text)
         catalog = index.catalog(query="audio recordings", max_chars=budget)
-        first, *rest = catalog.entries
-        assert (first.name, first.description, first.truncated) == (
-            "echo", TOPICS["echo"], False)
-        # Whether the budget cut lands on a names-only entry or on an omitted one depends on
-        # the length of the locations (the test's own tmp path); either is reported.
-        assert any(e.description == "" and e.truncated for e in rest) or catalog.omitted
-        assert len(catalog.text) <= budget
+        assert [(e.name, e.description, e.truncated) for e in catalog.entries] == [
+            ("echo", TOPICS["echo"], False), (second.name, "", True)]
+        assert {o.name for o in catalog.omitted} == {item.name for item in rest} | {
+            "foxtrot"}  # manual-only
+        assert len(catalog.text) == budget
         tiny = index.catalog(query="audio recordings", max_chars=180)
         assert _names(tiny) == ["echo"]
         assert {o.name for o in tiny.omitted} >= {"alpha", "bravo"}
