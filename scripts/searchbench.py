@@ -15,7 +15,7 @@ from skillindex.index import searchtext
 
 FULL_TEXT_SQL = (
     "DROP TRIGGER candidate_fts_insert", "DROP TRIGGER candidate_fts_delete",
-    "DROP TRIGGER candidate_fts_update", "DROP TABLE candidate_fts_vocab",
+    "DROP TRIGGER candidate_fts_update",
     "DROP TABLE candidate_fts",
 )
 

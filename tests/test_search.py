@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import Environment, Settings
 from skillindex.errors import SearchQueryError
 from skillindex.store import migrate
+from skillindex.store import search as store_search
 from skillindex.store.engine import make_engine
 from tests.conftest import OpenIndex, isolate_cli, root_settings, write_skill
 
@@ -164,6 +166,96 @@ def test_words_that_match_nothing_find_nothing(open_index: OpenIndex, library: P
     index = open_index(library)
     index.reindex()
     assert index.search("zyzzyva quux") == []
+
+
+def test_the_search_text_is_each_word_once(open_index: OpenIndex, db_url: str,
+                                            tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    body = ("# Setup\n\n" + "Run the Setup script, then run it again. " * 30
+            + "\n```\nfenced words stay out\n```\nLast: zebra.\n")
+    write_skill(root, "tool", "name: tool\ndescription: A tool.\ntags: [Setup, chores]\n",
+                body=body)
+    index = open_index(root)
+    index.reindex()
+    with make_engine(db_url).connect() as connection:
+        stored = connection.execute(text("SELECT search_text FROM candidate")).scalar_one()
+    assert stored == "setup chores run the script then it again last zebra"
+    assert _names(index, "zebra") == ["tool"]  # past the repeated lines, within the share
+    assert _names(index, "fenced") == []
+
+
+def _sqlite_index(tmp_path: Path, env: Environment, root: Path) -> SkillIndex:
+    index = SkillIndex.open(root_settings(root), db=f"sqlite:///{tmp_path / 'i.sqlite'}",
+                            env=env)
+    index.reindex()
+    return index
+
+
+@pytest.fixture
+def crowd(tmp_path: Path) -> Path:
+    """Twelve skills holding `common` and `words`, one holding `common` and `rarity`."""
+    root = tmp_path / "skills"
+    write_skill(root, "a-rare", description="A common rarity.")
+    for number in range(12):
+        write_skill(root, f"b-{number:02d}", description="Common words.")
+    return root
+
+
+def test_a_rare_word_keeps_the_search_exact(env: Environment, tmp_path: Path,
+                                           crowd: Path) -> None:
+    with _sqlite_index(tmp_path, env, crowd) as index, Session(index.engine) as session:
+        found = store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
+                                     limit=None, budget=4)
+        # The common word would pass the budget: only the rare one is searched.
+        assert [m.name for m in found] == ["a-rare"]
+        assert len(store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
+                                        limit=None, budget=14)) == 13
+
+
+def test_common_words_score_only_the_first_matches(env: Environment, tmp_path: Path,
+                                                  crowd: Path) -> None:
+    with _sqlite_index(tmp_path, env, crowd) as index, Session(index.engine) as session:
+        ids = {name: cid for cid, name in session.execute(text("SELECT id, name FROM candidate"))}
+        oldest = sorted(ids.values())[:4]
+        assert ids["a-rare"] in oldest  # so the longest word, not the first, decides
+        found = store_search.matches(session, "default", [str(crowd)], ["words", "common"],
+                                     limit=None, budget=4)
+        assert sorted(m.candidate_id for m in found) == oldest
+
+
+def test_a_search_of_common_words_still_fills_its_limit(
+        env: Environment, tmp_path: Path, crowd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_search, "MATCH_BUDGET", 4)
+    with _sqlite_index(tmp_path, env, crowd) as index:
+        assert len(_names(index, "common words", limit=3)) == 3
+        assert len(index.catalog(query="common words").entries) == 13
+
+
+def test_the_migration_turns_stored_text_into_words(db_url: str, tmp_path: Path) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine, "0007")
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO root (id, index_name, path, scope, provider, precedence, position, "
+            "max_depth, require_description, validation, name_prefix, present, last_run_id) "
+            "VALUES (1, 'default', '/skills', 'user', 'test', 100, 0, 1, true, 'strict', '', "
+            "true, 1)"))
+        connection.execute(text(
+            "INSERT INTO candidate (id, root_id, rel_dir, dir_name, dir_path, skill_path, "
+            "real_path, name, description, status, enabled, tree_key, first_run_id, "
+            "changed_run_id, search_text) VALUES (7, 1, 'pdf', 'pdf', '/skills/pdf', "
+            "'/skills/pdf/SKILL.md', '/skills/pdf', 'pdf', 'Forms.', 'accepted', true, 'k', 1, "
+            "1, 'Fill the form. Fill it, then sign the form.')"))
+    migrate.upgrade(engine)
+    with Session(engine) as session:
+        stored = session.execute(text("SELECT search_text FROM candidate")).scalar_one()
+        assert stored == "fill the form it then sign"
+        assert [m.candidate_id for m in store_search.matches(
+            session, "default", ["/skills"], ["sign"], limit=None)] == [7]
+    migrate.downgrade(engine, "0007")
+    migrate.upgrade(engine)
+    assert migrate.current(engine) == migrate.HEAD
+    engine.dispose()
 
 
 def test_the_migration_indexes_an_existing_database(db_url: str, env: Environment,

@@ -10,18 +10,20 @@ _SKIPPED_KEYS = frozenset({"name", "description", "license", "version", "allowed
                            "enabled", "disable-model-invocation", "user-invocable"})
 FIELD_CHARS = 2_000  # of other frontmatter values
 # Of the body's headings (up to a third) and opening prose. On 2,049 public skills, with queries
-# taken from the bodies, 1,000 characters lift MRR from 0.25 (no body) to 0.61 while the whole
-# body reaches 0.71 at three times the size (scripts/bench.py --relevance; docs/decisions.md).
-BODY_CHARS = 1_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# taken from the bodies, the words of 1,500 characters lift MRR from 0.25 (no body) to 0.66
+# (scripts/bench.py relevance, tuning set; docs/decisions.md).
+BODY_CHARS = 1_500
+_WORD = re.compile(r"[^\W_]+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def search_text(fields: dict[str, Any] | None, body: str, *,
                 body_chars: int | None = None) -> str | None:
-    """Other frontmatter values, then the body's headings, then its prose from the top, each
-    part bounded (`body_chars`, default BODY_CHARS); control characters become spaces
-    (PostgreSQL refuses NUL in text)."""
+    """The distinct words of the other frontmatter values, then of the body's headings, then of
+    its prose from the top, each part bounded (`body_chars`, default BODY_CHARS).
+
+    Words, not text: the index needs nothing else, a repeated word is stored once, and no
+    control character or NUL (which PostgreSQL refuses) can reach the column."""
     if body_chars is None:
         body_chars = BODY_CHARS
     parts: list[str] = []
@@ -35,8 +37,16 @@ def search_text(fields: dict[str, Any] | None, body: str, *,
         headings, prose = _body_parts(body)
         parts.append(" ".join(headings)[:body_chars // 3])
         parts.append(" ".join(prose)[:body_chars - len(parts[-1])])
-    text = _CONTROL.sub(" ", " ".join(part for part in parts if part)).strip()
-    return text or None
+    return distinct_words(" ".join(part for part in parts if part)) or None
+
+
+def distinct_words(text: str) -> str:
+    """Each word (run of letters and digits) of `text` once, lower-cased, in order of first
+    appearance, separated by spaces."""
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        seen.setdefault(match.group().lower(), None)
+    return " ".join(seen)
 
 
 def model_invocation_disabled(fields: dict[str, Any] | None) -> bool:

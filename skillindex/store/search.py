@@ -26,23 +26,39 @@ DEFAULT_WEIGHTS = Weights()
 
 
 # FTS5 ranks its own matches first (joining before would score each row through the join), then
-# the roots of this directory and the accepted status are applied.
+# the roots of this directory and the accepted status are applied. `:bound` caps the rowids a
+# search of only common words scores (see _affordable).
 _SQLITE = """
     SELECT c.id, c.name, m.score
     FROM (SELECT rowid AS id, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
-          FROM candidate_fts WHERE candidate_fts MATCH :match) m
+          FROM candidate_fts WHERE candidate_fts MATCH :match AND rowid <= :bound) m
     JOIN candidate c ON c.id = m.id
     JOIN root r ON r.id = c.root_id
     WHERE r.index_name = :index_name AND r.path IN :paths AND c.status = 'accepted'
     ORDER BY m.score DESC, c.id
     LIMIT :limit
 """
-_SQLITE_DOCUMENTS = "SELECT doc FROM candidate_fts_vocab WHERE term = :term"
-# Scoring a match costs FTS5 a read of its positions: a word most skills hold would make one
-# search read them all. Words are taken rarest first until this many matches, so a search's cost
+# How many skills hold a word, counted no further than :cap: the walk stops there, so a word
+# every skill holds costs as little to look up as a rare one.
+_SQLITE_COUNT = """
+    SELECT count(*) FROM (SELECT 1 FROM candidate_fts WHERE candidate_fts MATCH :match
+                          LIMIT :cap)
+"""
+# The rowid of the :offset-th match (from 0), in the index's own (rowid) order.
+_SQLITE_NTH = """
+    SELECT rowid FROM candidate_fts WHERE candidate_fts MATCH :match LIMIT 1 OFFSET :offset
+"""
+# Scoring a match costs FTS5 a read of its positions and sizes (a few microseconds), and bm25
+# weighs each word by counting all its matches: a word most skills hold would make one search
+# score them all. Words are taken rarest first until this many matches, so a search's cost
 # follows its rare words (a common word adds little to a BM25 score). The price is relevance in
 # a very large index, where a query's words are mostly common: see docs/decisions.md.
 MATCH_BUDGET = 2_000
+# When even the rarest word matches more than MATCH_BUDGET skills, no ranking of all its matches
+# is affordable: the longest word (long words are the rarer ones) is searched alone, and only its
+# first COMMON_MATCHES matches in the index's order (oldest first) are scored.
+COMMON_MATCHES = 500
+_UNBOUNDED = 2**63 - 1
 # ts_rank's weights run {D, C, B, A}; the vector holds name as A, description B, the rest C.
 # Normalization 1 divides by 1 + log(document length), so a long text does not win by size.
 _POSTGRESQL = """
@@ -70,7 +86,7 @@ def _statement(dialect: str) -> TextClause:
 def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
             limit: int | None, weights: Weights | None = None,
             budget: int | None = None) -> list[SearchMatch]:
-    """The accepted candidates of accepted candidates of these roots matching any of the terms,
+    """The accepted candidates of these roots matching any of the terms,
     best first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
     if not terms or not paths:
         return []
@@ -85,17 +101,20 @@ def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequ
         if limit is None:
             params["limit"] = None
     else:
-        terms = _affordable(session, terms, MATCH_BUDGET if budget is None else budget)
-        params["match"] = " OR ".join(f'"{term}"' for term in terms)
-        params.update(w_name=weights.name, w_description=weights.description,
-                      w_text=weights.text)
+        terms, bound = _affordable(session, terms, MATCH_BUDGET if budget is None else budget)
+        params.update(match=_any_of(terms), bound=bound, w_name=weights.name,
+                      w_description=weights.description, w_text=weights.text)
     rows = session.execute(_statement(dialect), params)
     return [SearchMatch(int(cid), str(name), float(score)) for cid, name, score in rows]
 
 
-def _affordable(session: Session, terms: Sequence[str], budget: int) -> list[str]:
-    """The rarest terms whose matches add up to at most `budget` (always the rarest one)."""
-    documents = {term: session.execute(text(_SQLITE_DOCUMENTS), {"term": term}).scalar() or 0
+def _affordable(session: Session, terms: Sequence[str],
+                budget: int) -> tuple[list[str], int]:
+    """The rarest terms whose matches add up to at most `budget` (always the rarest one), and
+    the highest rowid worth scoring; see COMMON_MATCHES for a query of common words only."""
+    count = text(_SQLITE_COUNT)
+    documents = {term: session.execute(count, {"match": _any_of([term]),
+                                               "cap": budget + 1}).scalar_one()
                  for term in terms}
     kept: list[str] = []
     total = 0
@@ -104,4 +123,13 @@ def _affordable(session: Session, terms: Sequence[str], budget: int) -> list[str
             break
         kept.append(term)
         total += documents[term]
-    return kept
+    if total <= budget:
+        return kept, _UNBOUNDED
+    longest = [max(terms, key=len)]
+    last = session.execute(text(_SQLITE_NTH), {"match": _any_of(longest),
+                                               "offset": min(budget, COMMON_MATCHES) - 1})
+    return longest, int(last.scalar_one())
+
+
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(f'"{term}"' for term in terms)
