@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
 import sqlite3
+import statistics
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scripts import relevance
+from scripts import bench, relevance
 from skillindex import SkillIndex
 from skillindex.index import searchtext
 
@@ -122,3 +128,78 @@ def relevance_table(report: dict[str, Any]) -> str:
     if "bm25_descriptions" not in report["tuning"]:
         lines.append("(BM25 baseline skipped: pip install -e '.[bench]')")
     return "\n".join(lines)
+
+
+def cold_cost(count: int, repeat: int, work: Path) -> dict[str, Any]:
+    """What the full-text index adds to a cold index, with and without it alternated `repeat`
+    times on one generated tree: medians of wall time and of CPU time (this process and its
+    workers), the latter steadier on a shared machine."""
+    roots = bench.generate(work / "tree", count)
+    config = bench.settings_file(work, roots)
+    figures: dict[str, list[float]] = {key: [] for key in (
+        "wall_s", "wall_without_s", "cpu_s", "cpu_without_s")}
+    for number in range(repeat):
+        for full_text in (True, False):
+            db = work / f"cold-{number}-{full_text}.sqlite"
+            with SkillIndex.open(str(config), db=str(db), cwd=str(work)) as index:
+                context = _nothing() if full_text else without_full_text(db)
+                with context:
+                    before, started = os.times(), time.perf_counter()
+                    index.reindex()
+                    wall, after = time.perf_counter() - started, os.times()
+            cpu = sum(after[:4]) - sum(before[:4])
+            suffix = "_s" if full_text else "_without_s"
+            figures["wall" + suffix].append(wall)
+            figures["cpu" + suffix].append(cpu)
+            db.unlink()
+    result: dict[str, Any] = {key: statistics.median(values) for key, values in figures.items()}
+    result["wall_ratio"] = result["wall_s"] / result["wall_without_s"]
+    result["cpu_ratio"] = result["cpu_s"] / result["cpu_without_s"]
+    result["skills"], result["repeat"] = count, repeat
+    return result
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def search_speed(count: int, work: Path) -> dict[str, Any]:
+    """Search, the query-ranked catalog and the database size on one cold index of N generated
+    skills, without the rest of scripts/bench.py (whose floors and reindex figures take hours
+    at 100,000 skills on a small machine)."""
+    roots = bench.generate(work / "tree", count)
+    config = bench.settings_file(work, roots)
+    db = work / "index.sqlite"
+    with SkillIndex.open(str(config), db=str(db), cwd=str(work)) as index:
+        started = time.perf_counter()
+        index.reindex()
+        result = {"skills": count, "cold_s": time.perf_counter() - started}
+        index.catalog()
+        result["catalog_call_s"] = bench.median_time(index.catalog, 5)
+        result.update(speed(index, db, count, bench.median_time))
+    result["database / without full text"] = (result["db_bytes"]
+                                              / result["db_bytes_without_full_text"])
+    return result
+
+
+def main() -> None:
+    """`python -m scripts.searchbench cold N [--repeat R]`: the cold-index cost alone;
+    `python -m scripts.searchbench speed N`: search speed and size alone."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("what", choices=["cold", "speed"])
+    parser.add_argument("count", type=int)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--work", type=Path)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="searchbench-", dir=args.work))
+    try:
+        result = (cold_cost(args.count, args.repeat, work) if args.what == "cold"
+                  else search_speed(args.count, work))
+        print(json.dumps(result, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
