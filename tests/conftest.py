@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -95,17 +96,40 @@ def db_backend(request: pytest.FixtureRequest) -> str:
 NewDatabase = Callable[[], str]
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite index migrated to head once a session, copied for each test that needs one."""
+    path = tmp_path_factory.mktemp("template") / "index.sqlite"
+    SkillIndex.open(Settings(presets=False), db=str(path)).close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: PostgresServer) -> str:
+    """A PostgreSQL database migrated to head once a session, the template of test databases."""
+    url = pg_server.create_database("template")
+    SkillIndex.open(Settings(presets=False), db=url).close()
+    return url.rsplit("/", 1)[1]
+
+
 @pytest.fixture
 def new_db(db_backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> NewDatabase:
-    """Makes fresh, empty databases on this test's backend and returns their URLs."""
+    """Makes fresh databases on this test's backend, migrated to head and empty, and returns
+    their URLs. A test marked `unmigrated` gets databases without any schema (no file at all
+    on SQLite), for what migrating or creating them does."""
     numbers = itertools.count()
+    migrated = request.node.get_closest_marker("unmigrated") is None
 
     def make() -> str:
         number = next(numbers)
         if db_backend == "sqlite":
-            name = "index.sqlite" if number == 0 else f"index-{number}.sqlite"
-            return f"sqlite:///{tmp_path / name}"
+            path = tmp_path / ("index.sqlite" if number == 0 else f"index-{number}.sqlite")
+            if migrated:
+                shutil.copy(request.getfixturevalue("sqlite_template"), path)
+            return f"sqlite:///{path}"
         server: PostgresServer = request.getfixturevalue("pg_server")
+        if migrated:
+            return server.create_database(template=request.getfixturevalue("pg_template"))
         return server.create_database()
 
     return make

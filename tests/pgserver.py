@@ -124,9 +124,10 @@ class PostgresServer:
         finally:
             shutil.rmtree(self.base, ignore_errors=True)
 
-    def create_database(self, prefix: str = "test", *, owner: str | None = None) -> str:
-        """A new empty database (owned by `owner`, a new role without privileges, if given);
-        returns its SQLAlchemy URL, connecting as the owner."""
+    def create_database(self, prefix: str = "test", *, owner: str | None = None,
+                        template: str = "template0") -> str:
+        """A new database, a copy of `template` (by default empty), owned by `owner` (a new role
+        without privileges) if given; returns its SQLAlchemy URL, connecting as the owner."""
         name = f"{prefix}_{os.getpid()}_{next(self._names)}"
         with psycopg.connect(self._conninfo(), autocommit=True) as connection:
             if owner is not None:
@@ -137,8 +138,9 @@ class PostgresServer:
             # which is much faster for a template this small.
             strategy = " STRATEGY file_copy" if connection.info.server_version >= 150000 else ""
             connection.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0" + strategy)
-                .format(sql.Identifier(name), sql.Identifier(owner or "postgres")))
+                sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}" + strategy)
+                .format(sql.Identifier(name), sql.Identifier(owner or "postgres"),
+                        sql.Identifier(template)))
         return self.url(name, owner or "postgres")
 
 

@@ -308,6 +308,7 @@ def test_concurrent_appenders_keep_one_linear_chain(db_url: str, tmp_path: Path)
 
 # -- migrations ------------------------------------------------------------------------------------
 
+@pytest.mark.unmigrated
 def test_the_upgrade_chains_events_already_logged(db_url: str) -> None:
     engine = make_engine(db_url)
     migrate.upgrade(engine, "0002")

@@ -258,6 +258,7 @@ def test_the_migration_turns_stored_text_into_words(db_url: str, tmp_path: Path)
     engine.dispose()
 
 
+@pytest.mark.unmigrated
 def test_the_migration_indexes_an_existing_database(db_url: str, env: Environment,
                                                     tmp_path: Path) -> None:
     root = tmp_path / "skills"
