@@ -231,6 +231,7 @@ def test_a_search_of_common_words_still_fills_its_limit(
         assert len(index.catalog(query="common words").entries) == 13
 
 
+@pytest.mark.unmigrated
 def test_the_migration_turns_stored_text_into_words(db_url: str, tmp_path: Path) -> None:
     engine = make_engine(db_url)
     migrate.upgrade(engine, "0007")
