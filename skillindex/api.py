@@ -491,8 +491,9 @@ class SkillIndex:
                 found = queries.candidates(session, self.index_name, self._root_paths(),
                                            names=sorted({m.name for m in matches}),
                                            all_findings=False)
+                # Held back by risk_policy = quarantine as the catalog and read hold them.
                 hits = search.winning_hits(
-                    matches, resolve.resolve(found, self.plan.roots, rules))
+                    matches, self._withhold(resolve.resolve(found, self.plan.roots, rules)))
                 if len(hits) >= limit or len(matches) < wanted:
                     return hits[:limit]
                 wanted *= 4
