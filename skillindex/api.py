@@ -61,7 +61,16 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
-from skillindex.query import disclose, lockfile, modes, resolve, search, trust, winners
+from skillindex.query import (
+    disclose,
+    lockfile,
+    modes,
+    resolve,
+    search,
+    staleness,
+    trust,
+    winners,
+)
 from skillindex.query.catalog import FORMATS, Catalog, CatalogItem, build_ranked, with_omitted
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
@@ -281,32 +290,12 @@ class SkillIndex:
         changed (a skill folder added or removed) since their last scan. A stat per root."""
         with self._session() as session:
             scans = queries.root_scans(session, self.index_name, self._root_paths())
-        stale = []
-        for spec in self.plan.roots:
-            if spec.disabled_by is not None:
-                continue
-            try:
-                changed = datetime.fromtimestamp(spec.path.stat().st_mtime, UTC)
-            except OSError:
-                continue  # not there: nothing to index
-            scan = scans.get(str(spec.path))
-            if scan is None or not scan[0] or scan[1] is None or changed > scan[1]:
-                stale.append(spec.path)
-        return stale
+        return staleness.stale_roots(self.plan.roots, scans)
 
     def staleness(self) -> str | None:
         """Why the index may show fewer skills than the folders hold, in words; None if no
         reason is known: skills switched off, roots never indexed or changed since."""
-        if not self.settings.enabled:
-            where = f" in {self.settings.source}" if self.settings.source else ""
-            return f"skills are switched off ([skills] enabled = false{where})"
-        stale = self.stale_roots()
-        if not stale:
-            return None
-        paths = ", ".join(str(path) for path in stale[:3]) + (", …" if len(stale) > 3 else "")
-        some = "1 root" if len(stale) == 1 else f"{len(stale)} roots"
-        return (f"{some} of this directory changed since the last reindex or never had one "
-                f"({paths}); `skillindex reindex` brings the index up to date")
+        return staleness.note(self.settings, self.stale_roots)
 
     def iter_candidates(self, *, status: Status | None = None, code: str | None = None,
                         limit: int | None = None, page: int = 2_000) -> Iterator[Candidate]:

@@ -243,14 +243,21 @@ def count(number: int, noun: str) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     if not rows:
         return
-    cells = [[escape.terminal(str(cell)) for cell in row] for row in rows]
-    widths = [max(len(headers[i]), *(len(row[i]) for row in cells)) for i in range(len(headers))]
+    columns = [[cell if type(cell) is str else str(cell) for cell in column]
+               for column in zip(*rows, strict=True)]
+    # A column whose cells are all printable (the common case, decided in C over the column
+    # at once) needs no escaping cell by cell.
+    columns = [column if " ".join(column).isprintable()
+               else [escape.terminal(cell) for cell in column] for column in columns]
+    widths = [max(len(header), *map(len, column)) for header, column in zip(headers, columns,
+                                                                           strict=True)]
     widths[-1] = 0
-    click.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    line = "  ".join(f"{{:<{width}}}" for width in widths)
+    click.echo(line.format(*(header.upper() for header in headers)).rstrip())
+    lines = [line.format(*row).rstrip() for row in zip(*columns, strict=True)]
     # A thousand lines a write: one write a line costs more than formatting the line.
-    for start in range(0, len(cells), 1000):
-        click.echo("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-                             .rstrip() for row in cells[start:start + 1000]))
+    for start in range(0, len(lines), 1000):
+        click.echo("\n".join(lines[start:start + 1000]))
 
 
 def finding_codes(candidate: Any) -> str:

@@ -314,14 +314,24 @@ def list_(ctx: click.Context, as_json: bool) -> None:
       skillindex --json list
     """
     options = options_of(ctx, as_json)
-    with options.open() as index:
-        if options.json:
-            print_json_array(winner.as_dict() for winner in index.iter_winners())
-            return
-        rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
-                 finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
-        collisions = index.collisions()
-        note = index.staleness()
+    found = None
+    if not options.json:
+        # A migrated SQLite index lists its stored winners without SQLAlchemy.
+        from skillindex.query import oneshot  # noqa: PLC0415
+
+        found = oneshot.listing(options.config, db=options.db, cwd=options.cwd,
+                                index=options.index)
+    if found is not None:
+        rows, names, note = found.rows, found.collisions, found.note
+    else:
+        with options.open() as index:
+            if options.json:
+                print_json_array(winner.as_dict() for winner in index.iter_winners())
+                return
+            rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
+                     finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
+            names = [c.name for c in index.collisions()]
+            note = index.staleness()
     if not rows and note:
         echo(f"no skills in the catalog: {note}")
         note = None
@@ -330,10 +340,9 @@ def list_(ctx: click.Context, as_json: bool) -> None:
              "`skillindex explain NAME` why a skill is left out")
     else:
         table(["name", "scope", "provider", "prec", "warnings", "path"], rows)
-    if collisions:
+    if names:
         # One line, however many: each collision is data (`--json`: collision), and explain
         # tells the whole story of a name.
-        names = [c.name for c in collisions]
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         echo(f"note: {count(len(names), 'name')} declared by more than one skill ({shown}); "
              "`skillindex explain NAME` shows which one is used and why", err=True)

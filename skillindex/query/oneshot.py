@@ -8,6 +8,7 @@ before anything is disclosed. The full path then answers, and reports errors, as
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from skillindex.model import (
     SkillCommand,
 )
 from skillindex.providers import plan_roots
-from skillindex.query import disclose
+from skillindex.query import disclose, staleness
 from skillindex.query.resolve import Rules, rebase, set_key
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
@@ -191,3 +192,48 @@ def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
     if levels:
         return [levels_of(row) for row in rows]
     return [event_of(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What `skillindex list` prints: a row a winner, the names several skills declare, and
+    why the index may show fewer skills than the folders hold."""
+
+    rows: list[list[object]]  # name, scope, provider, precedence, finding codes, SKILL.md
+    collisions: list[str]
+    note: str | None
+
+
+def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+            index: str | None) -> Listing | None:
+    """The `list` table from the stored resolution, or None for the full path."""
+    here = _here(config, db, cwd, index)
+    if here is None or not here.settings.enabled:
+        return None
+    roots = plan_roots(here.settings, here.env).roots
+    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+        return None
+    rules = Rules.from_settings(here.settings)
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        found = fastpath.stored_listing(connection, here.index_name,
+                                        [str(spec.path) for spec in roots],
+                                        lambda runs: set_key(runs, roots, rules))
+    if found is None:
+        return None
+    rows, stored_roots, findings, collisions, scans = found
+    codes: dict[int, set[tuple[bool, str]]] = {}
+    for cid, code, severity in findings:
+        codes.setdefault(cid, set()).add((severity != "error", code))
+    specs = {str(spec.path): spec for spec in roots}
+    table: list[list[object]] = []
+    for name, cid, skill_path, root_id in rows:
+        root, *stored = stored_roots[root_id]
+        spec = specs.get(root)  # the plan's scope, provider and precedence count (rebase)
+        where = stored if spec is None else [spec.scope, spec.provider, spec.precedence]
+        shown = ",".join(code for _, code in sorted(codes.get(cid, ()))) or "-"
+        table.append([name, *where, shown, skill_path])
+    names = list(dict.fromkeys(json.loads(text)["name"] for text in collisions))
+    return Listing(table, names, staleness.note(
+        here.settings, lambda: staleness.stale_roots(roots, scans)))

@@ -16,7 +16,7 @@ from typing import Any
 
 from skillindex import model
 from skillindex.store import sql
-from skillindex.store.chain import fields_of, linked
+from skillindex.store.chain import fields_of, linked, utc
 from skillindex.store.revision import HEAD
 from skillindex.store.rows import manifest_file_of
 
@@ -105,6 +105,41 @@ def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequen
                         {"candidate_id": row[2], "rel_path": rel_path}).fetchone()
                     return place, row, manifest_file_of(expected)
             return None
+        finally:
+            connection.execute("COMMIT")
+    except sqlite3.Error:
+        return None
+
+
+Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
+               dict[str, tuple[bool, datetime | None]]]
+
+
+def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                   key_of: Callable[[RootRuns], str]) -> Listed | None:
+    """The rows of `sql.LISTING`, their roots by id (`sql.LISTING_ROOTS`), the rows of
+    `sql.LISTING_FINDINGS`, the collisions and the roots' last scans (`sql.ROOT_SCANS`), of one
+    state of the index; None when no resolution is stored for the roots as they are now, or
+    the database fails."""
+    try:
+        connection.execute("BEGIN")
+        try:
+            runs = root_runs(connection, index_name, roots)
+            found = connection.execute(
+                sql.SET_BY_KEY, {"index_name": index_name, "key": key_of(runs)}).fetchone()
+            if found is None:
+                return None
+            where = {"set_id": found[0]}
+            rows = connection.execute(sql.LISTING, where).fetchall()
+            stored_roots = {row[0]: row[1:] for row in connection.execute(
+                sql.LISTING_ROOTS, {"index_name": index_name})}
+            findings = connection.execute(sql.LISTING_FINDINGS, where).fetchall()
+            collisions = [text for (text,) in connection.execute(sql.COLLISIONS, where)]
+            statement, params = sql.root_scans(roots)
+            scans = {path: (bool(present), None if started is None else utc(started))
+                     for path, present, started in connection.execute(
+                         statement, {"index_name": index_name, **params})}
+            return rows, stored_roots, findings, collisions, scans
         finally:
             connection.execute("COMMIT")
     except sqlite3.Error:

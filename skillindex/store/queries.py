@@ -338,11 +338,9 @@ def root_states(session: Session, index_name: str,
 def root_scans(session: Session, index_name: str,
                paths: Sequence[str]) -> dict[str, tuple[bool, datetime | None]]:
     """For each stored root among `paths`: whether it was there, and when it was last scanned."""
-    rows = session.execute(
-        select(Root.path, Root.present, IndexRun.started_at)
-        .outerjoin(IndexRun, IndexRun.id == Root.last_run_id)
-        .where(Root.index_name == index_name, Root.path.in_(list(paths))))
-    return {path: (present, None if started is None else utc(started))
+    statement, params = sql.root_scans(paths)
+    rows = session.execute(text(statement), {"index_name": index_name, **params})
+    return {path: (bool(present), None if started is None else utc(started))
             for path, present, started in rows}
 
 

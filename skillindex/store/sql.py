@@ -36,6 +36,20 @@ WINNERS_PAGE = (
 CATALOG_ITEMS = (
     "SELECT w.name, c.description, c.skill_path FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id WHERE w.set_id = :set_id ORDER BY w.ordinal")
+# What `list` prints of each winner, in catalog order, and the codes of their findings.
+# (Roots are few: joined in Python, a lookup per row in SQL costs as much as the rest.)
+LISTING = (
+    "SELECT w.name, c.id, c.skill_path, c.root_id FROM resolved_winner w "
+    "JOIN candidate c ON c.id = w.candidate_id WHERE w.set_id = :set_id ORDER BY w.ordinal")
+LISTING_ROOTS = ("SELECT id, path, scope, provider, precedence FROM root "
+                 "WHERE index_name = :index_name")
+LISTING_FINDINGS = (
+    "SELECT f.candidate_id, f.code, f.severity FROM finding f "
+    "JOIN resolved_winner w ON w.candidate_id = f.candidate_id WHERE w.set_id = :set_id")
+ROOT_SCANS = (
+    "SELECT r.path, r.present, i.started_at FROM root r "
+    "LEFT OUTER JOIN index_run i ON i.id = r.last_run_id "
+    "WHERE r.index_name = :index_name AND r.path IN ({paths})")
 COLLISIONS = ("SELECT collision FROM resolved_winner WHERE set_id = :set_id "
               "AND collision IS NOT NULL ORDER BY ordinal")
 MANIFEST_FILE = ("SELECT rel_path, size, xxh3, sha256 FROM resource "
@@ -81,3 +95,10 @@ def root_runs(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
     names = [f"p{n}" for n in range(len(paths))]
     marks = ", ".join(f":{name}" for name in names) or "NULL"
     return ROOT_RUNS.format(paths=marks), dict(zip(names, paths, strict=True))
+
+
+def root_scans(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """ROOT_SCANS for these paths and its path parameters."""
+    names = [f"p{n}" for n in range(len(paths))]
+    marks = ", ".join(f":{name}" for name in names) or "NULL"
+    return ROOT_SCANS.format(paths=marks), dict(zip(names, paths, strict=True))
