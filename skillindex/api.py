@@ -626,18 +626,29 @@ class SkillIndex:
                               frontmatter=_object(stored.get(w.candidate.id)),
                               files=tuple(files.get(w.candidate.id, ()))) for w in winners]
 
-    def stored_skills(self) -> list[StoredSkill]:
+    def iter_stored_skills(self, *, page: int = 500) -> Iterator[StoredSkill]:
         """Every winner's stored frontmatter and files, in catalog order: what a server
-        publishes. Two statements over the stored resolution; no Candidate is built, no file
-        read. The frontmatter is raw, as `manifests` gives it."""
+        publishes. Read from the stored resolution `page` winners at a time, each page in a
+        transaction of its own, so a caller may take the first skills now and the rest later
+        (from another thread); no Candidate is built, no file read. The frontmatter is raw, as
+        `manifests` gives it. Should a reindex drop the resolution meanwhile, the rest is
+        missing: its caller learns of the reindex from `generation`."""
         with self._session() as session:
             set_id = self._resolution_set(session)
-            if set_id is not None:
-                key = served.set_key(session, set_id)
-                return [StoredSkill(name, key, _object(front), tuple(files))
-                        for name, front, files in served.stored_manifests(session, set_id)]
-        return [StoredSkill(m.name, None, m.frontmatter, m.files)
-                for m in self.manifests(self.winners())]
+            key = None if set_id is None else served.set_key(session, set_id)
+        if key is None:
+            for found in self.manifests(self.winners()):
+                yield StoredSkill(found.name, None, found.frontmatter, found.files)
+            return
+        after = 0
+        while True:
+            with self._session() as session:
+                rows = served.stored_page(session, self.index_name, key, after, page)
+            for _, name, front, files in rows:
+                yield StoredSkill(name, key, _object(front), tuple(files))
+            if len(rows) < page:
+                return
+            after = rows[-1][0]
 
     def generation(self) -> str:
         """A value that changes whenever a reindex commits to one of this directory's roots."""
@@ -694,7 +705,7 @@ class SkillIndex:
     def read_stored(self, uri: str, ref: disclose.SkillRef, resolution: str | None, *,
                     reason: str | None = None, session: str | None = None) -> Disclosure:
         """`read` of a file of a winner of a stored resolution (what a server published, see
-        `stored_skills`): its candidate and the file's manifest row come from one statement,
+        `iter_stored_skills`): its candidate and the file's manifest row come from one statement,
         and the bytes are verified and the attempt audited exactly as `read` does. When a
         reindex has dropped that resolution since (or there was none), the URI is resolved
         again, as `read` resolves it."""

@@ -70,19 +70,25 @@ class Skills:
         self.instructions = self._instructions(self.publication)
 
     def _publish(self) -> skills.Publication:
+        """A publication of the index as it is now, built as far as it is asked for."""
         # The generation is read first: a reindex that lands in between is seen at the next poll.
         generation = self.index.generation()
-        return skills.build(generation, self.index.stored_skills())
+        # A page read from the store is exactly what the first skills/list page needs.
+        return skills.Publication(generation,
+                                  self.index.iter_stored_skills(page=self.page_size + 1))
 
     def _instructions(self, publication: skills.Publication) -> str:
         """The catalog `skillindex catalog` renders (its order, modes and budget), of the
         skills this server serves, each located by the skill:// URI of its SKILL.md."""
+        publication.extend(1)
         if not publication.skills:
             return "No skills are available from this server."
         catalog = self.index.catalog()
-        served = publication.by_name
-        items = [CatalogItem(entry.name, entry.description, served[entry.name].uri)
-                 for entry in catalog.entries if entry.name in served]
+        items = []
+        for entry in catalog.entries:  # a budget's worth, mostly the first skills
+            skill = publication.served(entry.name)
+            if skill is not None:
+                items.append(CatalogItem(entry.name, entry.description, skill.uri))
         text = build_catalog(items, max_chars=catalog.max_chars, fmt=catalog.format).text
         return ("Skills from skillindex. Load a skill with the load_skill tool (by name) and "
                 "read its files with read_skill_file (skill:// URIs from list_skills), or "
@@ -115,6 +121,18 @@ class Skills:
         while True:
             await anyio.sleep(self.poll_seconds)
             await self.refresh()
+            # Build in the background what no request has needed yet, a chunk at a time, so
+            # that reads and lookups by URI find it done.
+            publication = self.publication
+            if not publication.done:
+                await anyio.to_thread.run_sync(publication.complete)
+
+    async def completed(self) -> skills.Publication:
+        """The current publication with every skill built (in a worker thread if need be)."""
+        publication = self.publication
+        if not publication.done:
+            await anyio.to_thread.run_sync(publication.complete)
+        return publication
 
     async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         """Middleware keeping handshake-era connections, which learn of a change by a
@@ -145,37 +163,44 @@ class Skills:
 
     async def list_skills(self, ctx: Any, params: _ListParams) -> dict[str, Any]:
         publication = self.publication
+        start = self._offset(params.cursor, publication)
+        end = start + self.page_size
+        if not publication.has(end + 1):  # one more tells whether another page follows
+            await anyio.to_thread.run_sync(publication.extend, end + 1)
         entries = publication.entries
-        start = self._offset(params.cursor, publication, len(entries))
-        result: dict[str, Any] = {"resultType": "complete",
-                                  "skills": entries[start:start + self.page_size],
+        if start and start >= len(entries):
+            raise _changed()
+        result: dict[str, Any] = {"resultType": "complete", "skills": entries[start:end],
                                   "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
-        if start + self.page_size < len(entries):
-            result["nextCursor"] = _cursor(publication.generation, start + self.page_size)
+        if end < len(entries):
+            result["nextCursor"] = _cursor(publication.generation, end)
         return result
 
     async def get_skill(self, ctx: Any, params: _GetParams) -> dict[str, Any]:
-        skill = self.publication.by_uri.get(params.uri)
+        skill = (await self.completed()).by_uri.get(params.uri)
         if skill is None:
             raise MCPError(INVALID_PARAMS, f"No skill is served at {params.uri}")
         return {"resultType": "complete", "skill": skill.entry, "ttlMs": TTL_MS,
                 "cacheScope": CACHE_SCOPE}
 
     async def read_directory(self, ctx: Any, params: _DirectoryParams) -> dict[str, Any]:
-        publication = self.publication
+        publication = await self.completed()
         children = publication.directory(params.uri)
         if children is None:
             kind = "is not a directory resource" if params.uri in publication.files else (
                 "is not served")
             raise MCPError(INVALID_PARAMS, f"{params.uri} {kind}")
-        start = self._offset(params.cursor, publication, len(children))
+        start = self._offset(params.cursor, publication)
+        if start and start >= len(children):
+            raise _changed()
         result: dict[str, Any] = {"resultType": "complete",
                                   "resources": children[start:start + self.page_size]}
         if start + self.page_size < len(children):
             result["nextCursor"] = _cursor(publication.generation, start + self.page_size)
         return result
 
-    def _offset(self, cursor: str | None, publication: skills.Publication, total: int) -> int:
+    def _offset(self, cursor: str | None, publication: skills.Publication) -> int:
+        """Where a cursor of this publication starts; the caller checks it against the end."""
         if cursor is None:
             return 0
         try:
@@ -183,8 +208,8 @@ class Skills:
             start = int(offset)
         except ValueError:
             raise MCPError(INVALID_PARAMS, "Invalid cursor") from None
-        if generation != publication.generation or not 0 < start < total:
-            raise MCPError(INVALID_PARAMS, "Invalid cursor: the listing changed; list again")
+        if generation != publication.generation or start <= 0:
+            raise _changed()
         return start
 
     # Reads: every attempt goes through the verified, audited disclosure of the index. They
@@ -192,7 +217,7 @@ class Skills:
 
     def read(self, uri: str, *, session: str, reason: str) -> tuple[str | bytes, str]:
         """The bytes of a served file, verified against the index; an MCPError otherwise."""
-        served = self.publication.files.get(uri)
+        served = self.publication.complete().files.get(uri)
         if served is None:
             self._refuse_unserved(uri, session=session, reason=reason)
         try:
@@ -207,7 +232,7 @@ class Skills:
 
     def load(self, name: str, *, session: str) -> str:
         """The body of a served skill (a level-2 load)."""
-        skill = self.publication.by_name.get(name)
+        skill = self.publication.served(name)
         if skill is None:
             raise ToolError(f"no skill named {name!r} is served here; see list_skills")
         try:
@@ -227,6 +252,10 @@ class Skills:
             outcome, message = exc.outcome, str(exc)
         self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
+
+
+def _changed() -> MCPError:
+    return MCPError(INVALID_PARAMS, "Invalid cursor: the listing changed; list again")
 
 
 def _cursor(generation: str, offset: int) -> str:
@@ -283,8 +312,9 @@ class SkillServer(MCPServer[dict[str, Any]]):
         self._lowlevel_server.instructions = self.state.instructions
 
     async def list_resources(self) -> list[Resource]:
+        publication = await self.state.completed()
         return [Resource(uri=skill.uri, name=skill.name, description=skill.description,
-                         mime_type=skills.MARKDOWN) for skill in self.state.publication.skills]
+                         mime_type=skills.MARKDOWN) for skill in publication.skills]
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         ctx = _request_context(context)
@@ -299,7 +329,8 @@ class SkillServer(MCPServer[dict[str, Any]]):
         def list_skills() -> str:
             """The skills this server serves: name, description and the URI of SKILL.md."""
             return json.dumps([{"name": skill.name, "description": skill.description,
-                                "uri": skill.uri} for skill in state.publication.skills],
+                                "uri": skill.uri}
+                               for skill in state.publication.complete().skills],
                               ensure_ascii=False)
 
         def load_skill(name: str, ctx: Context) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import mimetypes
 import string
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -19,6 +20,7 @@ MAX_BYTES = 16 * 1024 * 1024
 SKILL_MD = "SKILL.md"
 DIRECTORY = "inode/directory"
 MARKDOWN = "text/markdown"
+CHUNK = 250  # skills built at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,25 +58,96 @@ class Published:
 
 
 class Publication:
-    """Everything the server answers from, for one state of the index (one generation)."""
+    """Everything the server answers from, for one state of the index (one generation).
 
-    def __init__(self, generation: str, skills: Sequence[Published],
-                 files: Mapping[str, ServedFile], withheld: Sequence[Withheld]) -> None:
+    Built as it is asked for: the first `skills/list` page needs only the first skills of the
+    catalog, so a server answers it without first building the rest. `extend` builds more
+    (from any thread; a chunk at a time under a lock, so a page can be answered between two
+    chunks); whatever needs every skill (a read, a lookup by URI) calls `complete` first.
+    """
+
+    def __init__(self, generation: str, manifests: Iterable[SkillManifest | StoredSkill]) -> None:
         self.generation = generation
-        self.skills = tuple(skills)
+        self._source = iter(manifests)
+        self._lock = threading.Lock()
+        self._done = False
+        self._quoted: dict[str, str] = {}  # most skills share most relative paths
+        self.skills: list[Published] = []
         # Kept once: every skills/list page is a slice of it.
-        self.entries = [skill.entry for skill in self.skills]
-        self.by_uri = {skill.uri: skill for skill in self.skills}
-        self.by_name = {skill.name: skill for skill in self.skills}
-        self.by_base = {skill.uri[:-len(SKILL_MD) - 1]: skill for skill in self.skills}
-        self.files = dict(files)
-        self.withheld = tuple(withheld)
+        self.entries: list[dict[str, Any]] = []
+        self.by_uri: dict[str, Published] = {}
+        self.by_name: dict[str, Published] = {}
+        self.by_base: dict[str, Published] = {}
+        self.files: dict[str, ServedFile] = {}
+        self.withheld: list[Withheld] = []
+        self._seen_withheld: set[str] = set()
         self._directories: dict[str, list[dict[str, str]] | None] = {}
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def has(self, count: int) -> bool:
+        """Whether `count` skills are built (or every skill there is)."""
+        return self._done or len(self.skills) >= count
+
+    def extend(self, count: int | None = None) -> None:
+        """Build until `count` skills are published (every one with None)."""
+        while not (self._done or (count is not None and len(self.skills) >= count)):
+            with self._lock:
+                for _ in range(CHUNK):
+                    manifest = next(self._source, None)
+                    if manifest is None:
+                        self._done = True
+                        break
+                    self._add(manifest)
+
+    def complete(self) -> Publication:
+        self.extend()
+        return self
+
+    def served(self, name: str) -> Published | None:
+        """The published skill of this catalog name, building only as far as it."""
+        while not (name in self.by_name or name in self._seen_withheld or self._done):
+            self.extend(len(self.skills) + CHUNK)
+        return self.by_name.get(name)
+
+    def _add(self, manifest: SkillManifest | StoredSkill) -> None:
+        reason = withheld_reason(manifest)
+        if reason is not None:
+            self.withheld.append(Withheld(manifest.name, reason))
+            self._seen_withheld.add(manifest.name)
+            return
+        resolution = manifest.resolution if isinstance(manifest, StoredSkill) else None
+        base = base_uri(manifest.name)
+        resources = []
+        for entry in manifest.files:
+            if entry.sha256 is None:  # over max_file_bytes: never read, so never served
+                continue
+            rel = entry.rel_path
+            path = self._quoted.get(rel)
+            if path is None:
+                path = self._quoted[rel] = _quoted(rel)
+            uri = f"{base}/{path}"
+            self.files[uri] = ServedFile(uri, manifest.name, rel, resolution)
+            resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
+                              "size": entry.size})
+        skill_uri = f"{base}/{SKILL_MD}"
+        entry_of = {"uri": skill_uri, "frontmatter": manifest.frontmatter, "resources": resources}
+        skill = Published(manifest.name, skill_uri, str(manifest.frontmatter["description"]),
+                          entry_of, tuple(entry.rel_path for entry in manifest.files),
+                          resolution)
+        self.by_uri[skill_uri] = skill
+        self.by_name[skill.name] = skill
+        self.by_base[base] = skill
+        self.skills.append(skill)
+        self.entries.append(entry_of)  # last: a page never shows a skill half added
 
     def directory(self, uri: str) -> list[dict[str, str]] | None:
         """The direct children of a skill's folder or subfolder; None for anything else.
 
         Worked out on first asking (most folders are never listed) and kept."""
+        self.complete()
         if uri not in self._directories:
             self._directories[uri] = self._children(uri)
         return self._directories[uri]
@@ -135,38 +208,6 @@ def withheld_reason(manifest: SkillManifest | StoredSkill) -> str | None:
         return (f"{manifest.size:,} bytes; the MCP skills extension serves at most "
                 f"{MAX_BYTES:,} (16 MiB)")
     return None
-
-
-def build(generation: str, manifests: Sequence[SkillManifest | StoredSkill]) -> Publication:
-    """The publication of these catalog skills (in catalog order), from their stored manifests."""
-    skills: list[Published] = []
-    files: dict[str, ServedFile] = {}
-    withheld: list[Withheld] = []
-    quoted: dict[str, str] = {}  # most skills share most relative paths
-    for manifest in manifests:
-        reason = withheld_reason(manifest)
-        if reason is not None:
-            withheld.append(Withheld(manifest.name, reason))
-            continue
-        resolution = manifest.resolution if isinstance(manifest, StoredSkill) else None
-        base = base_uri(manifest.name)
-        resources = []
-        for entry in manifest.files:
-            if entry.sha256 is None:  # over max_file_bytes: never read, so never served
-                continue
-            rel = entry.rel_path
-            path = quoted.get(rel)
-            if path is None:
-                path = quoted[rel] = _quoted(rel)
-            uri = f"{base}/{path}"
-            files[uri] = ServedFile(uri, manifest.name, rel, resolution)
-            resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
-                              "size": entry.size})
-        description = str(manifest.frontmatter["description"])
-        skills.append(Published(manifest.name, f"{base}/{SKILL_MD}", description, {
-            "uri": f"{base}/{SKILL_MD}", "frontmatter": manifest.frontmatter,
-            "resources": resources}, tuple(entry.rel_path for entry in manifest.files), resolution))
-    return Publication(generation, skills, files, withheld)
 
 
 # What `quote(path, safe="/")` leaves as it is.

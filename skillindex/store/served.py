@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
@@ -12,14 +9,19 @@ from skillindex import model
 from skillindex.store import sql
 from skillindex.store.rows import candidate_of
 
-# Both follow the resolution's ordinal, so a manifest's files arrive right after one another.
+# A page of a stored resolution, named by its key (see _WINNER_FILE): its winners, and the files
+# of those winners, both in ordinal order so that a manifest's files arrive together.
 _SKILLS = text(
-    "SELECT w.ordinal, w.name, c.frontmatter FROM resolved_winner w "
-    "JOIN candidate c ON c.id = w.candidate_id WHERE w.set_id = :set_id ORDER BY w.ordinal")
+    "SELECT w.ordinal, w.name, c.frontmatter FROM resolved_set s "
+    "JOIN resolved_winner w ON w.set_id = s.id JOIN candidate c ON c.id = w.candidate_id "
+    "WHERE s.index_name = :index_name AND s.key = :key AND w.ordinal > :after "
+    "ORDER BY w.ordinal LIMIT :limit")
 _FILES = text(
-    "SELECT w.ordinal, f.rel_path, f.size, f.xxh3, f.sha256 FROM resolved_winner w "
-    "JOIN resource f ON f.candidate_id = w.candidate_id WHERE w.set_id = :set_id "
-    "ORDER BY w.ordinal, f.rel_path")
+    "SELECT w.ordinal, f.rel_path, f.size, f.xxh3, f.sha256 FROM resolved_set s "
+    "JOIN resolved_winner w ON w.set_id = s.id "
+    "JOIN resource f ON f.candidate_id = w.candidate_id "
+    "WHERE s.index_name = :index_name AND s.key = :key AND w.ordinal > :after "
+    "AND w.ordinal <= :last ORDER BY w.ordinal, f.rel_path")
 # A winner's candidate and the manifest row of one of its files (NULLs when not indexed). The
 # resolution is named by its key, which no other state of the index can have: an id could be
 # reused by a later resolution (of other roots, say) once a reindex dropped this one.
@@ -33,21 +35,24 @@ _WINNER_FILE = text(
 _KEY = text("SELECT key FROM resolved_set WHERE id = :set_id")
 _COLUMNS = len(sql.CANDIDATE_COLUMNS.split(","))
 
-StoredRow = tuple[str, str | None, list[model.ManifestFile]]
+StoredRow = tuple[int, str, str | None, list[model.ManifestFile]]
 
 
-def stored_manifests(session: Session, set_id: int) -> Iterator[StoredRow]:
-    """(catalog name, frontmatter JSON, files by path) of every winner of a stored
-    resolution, in catalog order: two statements, whatever the number of skills."""
-    files = iter(session.execute(_FILES, {"set_id": set_id}).all())
-    pending: Any = next(files, None)
-    for ordinal, name, frontmatter in session.execute(_SKILLS, {"set_id": set_id}):
-        found: list[model.ManifestFile] = []
-        while pending is not None and pending[0] <= ordinal:
-            if pending[0] == ordinal:
-                found.append(model.ManifestFile(pending[1], pending[2], pending[3], pending[4]))
-            pending = next(files, None)
-        yield str(name), frontmatter, found
+def stored_page(session: Session, index_name: str, key: str, after: int,
+                limit: int) -> list[StoredRow]:
+    """(ordinal, catalog name, frontmatter JSON, files by path) of up to `limit` winners after
+    ordinal `after` of the stored resolution `key`, in catalog order: two statements. Empty
+    when the resolution is gone (a reindex of its roots dropped it)."""
+    params = {"index_name": index_name, "key": key, "after": after}
+    skills = session.execute(_SKILLS, {**params, "limit": limit}).all()
+    if not skills:
+        return []
+    files: dict[int, list[model.ManifestFile]] = {}
+    for ordinal, rel_path, size, xxh3, sha256 in session.execute(
+            _FILES, {**params, "last": skills[-1][0]}):
+        files.setdefault(ordinal, []).append(model.ManifestFile(rel_path, size, xxh3, sha256))
+    return [(int(ordinal), str(name), front, files.get(ordinal, []))
+            for ordinal, name, front in skills]
 
 
 def set_key(session: Session, set_id: int) -> str:
