@@ -315,10 +315,10 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
     if "first_catalog_after_reindex_s" in result:
         out["first catalog after a reindex / cached catalog"] = (
             result["first_catalog_after_reindex_s"] / result["cached_catalog_s"])
-    for figure in ("start", "list_all", "read"):
-        if f"agentskills_{figure}_s" in result:
-            out[f"serve / agentskills-mcp-server, {figure}"] = (
-                result[f"mcp_{figure}_s"] / result[f"agentskills_{figure}_s"])
+    if "mcp_start_s" in result:
+        from scripts.bench_mcp import ratios as serve_ratios
+
+        out.update(serve_ratios(result))
     if "db_bytes" in result:
         out["database / without full text"] = (result["db_bytes"]
                                                 / result["db_bytes_without_full_text"])
@@ -357,9 +357,21 @@ def table(results: list[dict[str, Any]]) -> str:
         ("serve: start-up to first skills/list page", "mcp_start_s"),
         ("serve: skills/list, every page", "mcp_list_all_s"),
         ("serve: one resources/read", "mcp_read_s"),
+        ("serve, JSON-only client: start-up to first page", "mcp_raw_start_s"),
+        ("serve, JSON-only client: skills/list, every page", "mcp_raw_list_all_s"),
+        ("serve, JSON-only client: one resources/read", "mcp_raw_read_s"),
+        ("serve CPU: start-up to first page", "mcp_raw_server_cpu_start_s"),
+        ("serve CPU: skills/list, every page", "mcp_raw_server_cpu_list_all_s"),
+        ("serve CPU: one resources/read", "mcp_raw_server_cpu_read_s"),
+        ("python -c 'import mcp.server' (serve's floor)", "mcp_import_floor_s"),
         ("agentskills-mcp-server: start-up to first page", "agentskills_start_s"),
         ("agentskills-mcp-server: skills/list, every page", "agentskills_list_all_s"),
         ("agentskills-mcp-server: one resources/read", "agentskills_read_s"),
+        ("agentskills-mcp-server CPU: start-up to first page",
+         "agentskills_raw_server_cpu_start_s"),
+        ("agentskills-mcp-server CPU: skills/list, every page",
+         "agentskills_raw_server_cpu_list_all_s"),
+        ("agentskills-mcp-server CPU: one resources/read", "agentskills_raw_server_cpu_read_s"),
         ("cold index without full text", "cold_without_full_text_s"),
         ("search, words every skill has", "search_common_s"),
         ("search, a word one skill has", "search_selective_s"),
