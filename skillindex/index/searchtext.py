@@ -43,10 +43,9 @@ def search_text(fields: dict[str, Any] | None, body: str, *,
 def distinct_words(text: str) -> str:
     """Each word (run of letters and digits) of `text` once, lower-cased, in order of first
     appearance, separated by spaces."""
-    seen: dict[str, None] = {}
-    for match in _WORD.finditer(text):
-        seen.setdefault(match.group().lower(), None)
-    return " ".join(seen)
+    # One findall over the lower-cased text: a Python step per word cost a cold index more
+    # than its full-text index did.
+    return " ".join(dict.fromkeys(_WORD.findall(text.lower())))
 
 
 def model_invocation_disabled(fields: dict[str, Any] | None) -> bool:
