@@ -6,7 +6,7 @@ clients over stdio:
 
   sdk   the MCP SDK's own `Client` (what most Python hosts use): its validation of each
         message is part of every figure, and at 10,000 skills the larger part of a listing;
-  raw   JSON-RPC lines written and read with `json` alone (a handshake-era session): what the
+  raw   JSON-RPC lines written and read with `json` alone (protocol 2026-07-28): what the
         server itself costs, with as little client as a host can have.
 
 Beside them, the floor a Python MCP server cannot go below: a process importing the SDK's
@@ -34,7 +34,11 @@ from typing import IO, Any
 
 PAGE_SIZE = 500
 PROBE = "import agentskills_mcp_server, agentskills_fs"
-HANDSHAKE_VERSION = "2025-11-25"
+PROTOCOL_VERSION = "2026-07-28"  # the revision the extension is defined for
+# What a 2026-07-28 client says with every request, in `_meta` (there is no handshake).
+CLIENT_META = {"io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+               "io.modelcontextprotocol/clientInfo": {"name": "bench-raw", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 def agentskills_python(given: str | None) -> str | None:
@@ -141,9 +145,9 @@ class _Lines:
 
     def send(self, method: str, params: dict[str, Any] | None = None, *,
              notify: bool = False) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
+        """One 2026-07-28 message: the client's identity rides in each request's `_meta`."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method,
+                                   "params": {**(params or {}), "_meta": CLIENT_META}}
         if not notify:
             self.next_id += 1
             message["id"] = self.next_id
@@ -195,10 +199,7 @@ def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         try:
             session = _Lines(process)
-            session.call("initialize", {
-                "protocolVersion": HANDSHAKE_VERSION, "capabilities": {},
-                "clientInfo": {"name": "bench-raw", "version": "1"}})
-            session.send("notifications/initialized", notify=True)
+            session.call("server/discover")
             session.call("skills/list", {})
             starts.append(time.perf_counter() - started)
             if attempt:
