@@ -79,6 +79,15 @@ def cached_payload(path: str, index_name: str, roots: Sequence[str],
         return None if row is None else str(row[0])
 
 
+def _set_id(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+            key_of: Callable[[RootRuns], str]) -> int | None:
+    """The stored resolution of these roots as the index is now, if there is one."""
+    runs = root_runs(connection, index_name, roots)
+    found = connection.execute(
+        sql.SET_BY_KEY, {"index_name": index_name, "key": key_of(runs)}).fetchone()
+    return None if found is None else int(found[0])
+
+
 def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                   key_of: Callable[[RootRuns], str],
                   wanted: Sequence[tuple[str, str]]) -> Found | None:
@@ -91,14 +100,12 @@ def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequen
     try:
         connection.execute("BEGIN")
         try:
-            runs = root_runs(connection, index_name, roots)
-            found = connection.execute(
-                sql.SET_BY_KEY, {"index_name": index_name, "key": key_of(runs)}).fetchone()
-            if found is None:
+            set_id = _set_id(connection, index_name, roots, key_of)
+            if set_id is None:
                 return None
             for place, (name, rel_path) in enumerate(wanted):
                 row = connection.execute(
-                    sql.WINNER_BY_NAME, {"set_id": found[0], "name": name}).fetchone()
+                    sql.WINNER_BY_NAME, {"set_id": set_id, "name": name}).fetchone()
                 if row is not None:
                     expected = connection.execute(
                         sql.MANIFEST_FILE,
@@ -124,12 +131,10 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
     try:
         connection.execute("BEGIN")
         try:
-            runs = root_runs(connection, index_name, roots)
-            found = connection.execute(
-                sql.SET_BY_KEY, {"index_name": index_name, "key": key_of(runs)}).fetchone()
-            if found is None:
+            set_id = _set_id(connection, index_name, roots, key_of)
+            if set_id is None:
                 return None
-            where = {"set_id": found[0]}
+            where = {"set_id": set_id}
             rows = connection.execute(sql.LISTING, where).fetchall()
             stored_roots = {row[0]: row[1:] for row in connection.execute(
                 sql.LISTING_ROOTS, {"index_name": index_name})}
