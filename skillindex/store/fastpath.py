@@ -16,9 +16,9 @@ from typing import Any
 
 from skillindex import model
 from skillindex.store import sql
-from skillindex.store.chain import fields_of, linked, utc
+from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
-from skillindex.store.rows import manifest_file_of
+from skillindex.store.rows import manifest_file_of, scans_of
 
 RootRuns = list[tuple[str, int]]
 Found = tuple[int, Any, model.ManifestFile | None]  # place, winner row, manifest row
@@ -141,9 +141,7 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
             findings = connection.execute(sql.LISTING_FINDINGS, where).fetchall()
             collisions = [text for (text,) in connection.execute(sql.COLLISIONS, where)]
             statement, params = sql.root_scans(roots)
-            scans = {path: (bool(present), None if started is None else utc(started))
-                     for path, present, started in connection.execute(
-                         statement, {"index_name": index_name, **params})}
+            scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
             return rows, stored_roots, findings, collisions, scans
         finally:
             connection.execute("COMMIT")

@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session
 from skillindex import model
 from skillindex.index.scanner import KnownFile, KnownSkill
 from skillindex.store import sql
-from skillindex.store.chain import utc
 from skillindex.store.models import (
     Approval,
     Base,
@@ -36,6 +35,7 @@ from skillindex.store.rows import (
     event_of,
     levels_of,
     manifest_file_of,
+    scans_of,
 )
 from skillindex.store.staging import Stage
 
@@ -340,8 +340,7 @@ def root_scans(session: Session, index_name: str,
     """For each stored root among `paths`: whether it was there, and when it was last scanned."""
     statement, params = sql.root_scans(paths)
     rows = session.execute(text(statement), {"index_name": index_name, **params})
-    return {path: (bool(present), None if started is None else utc(started))
-            for path, present, started in rows}
+    return scans_of(rows)
 
 
 def cached_catalog(session: Session, index_name: str, key: str) -> str | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,13 @@ def candidate_of(row: Sequence[Any], roots: RootCache,
         real_path=real, root=root[0], scope=root[1], provider=provider,
         precedence=precedence, position=position, status=model.Status(state),
         enabled=bool(enabled), findings=findings, model_invocation=not manual)
+
+
+def scans_of(rows: Iterable[Sequence[Any]]) -> dict[str, tuple[bool, datetime | None]]:
+    """The rows of `sql.ROOT_SCANS`: per root path, whether it was there and when it was last
+    scanned."""
+    return {path: (bool(present), None if started is None else utc(started))
+            for path, present, started in rows}
 
 
 def manifest_file_of(row: Sequence[Any] | None) -> model.ManifestFile | None:
