@@ -48,6 +48,7 @@ from skillindex.model import (
     FindingCount,
     IndexReport,
     Level,
+    Listing,
     ManifestFile,
     RiskFinding,
     RiskPolicy,
@@ -71,7 +72,14 @@ from skillindex.query import (
     trust,
     winners,
 )
-from skillindex.query.catalog import FORMATS, Catalog, CatalogItem, build_ranked, with_omitted
+from skillindex.query.catalog import (
+    FORMATS,
+    Catalog,
+    CatalogItem,
+    build_ranked,
+    describable,
+    with_omitted,
+)
 from skillindex.query.catalog import Format as CatalogFormat
 from skillindex.query.catalog import budget as catalog_budget
 from skillindex.query.catalog import build as build_catalog
@@ -540,16 +548,20 @@ class SkillIndex:
             payload = queries.cached_catalog(db, self.index_name, key)
         if payload is not None:
             return Catalog.from_cache(payload)
-        listed = list(self.iter_winners(findings=False))  # a lookup after a reindex
-        scores = usage = None
         with self._session() as db:
-            if words is not None:
-                scores = {m.candidate_id: m.score for m in self._matches(db, words, limit=None)}
-            elif since is not None:
-                usage = store_usage.load_counts(db, self.index_name, since)
-        arranged = modes.arrange(listed, self.settings.catalog, scores=scores, usage=usage)
-        items = [CatalogItem(w.name, w.candidate.description or "", str(w.candidate.path),
-                             str(mode)) for w, mode in arranged.listed]
+            arranged, texts = self._arranged(db, words, since)
+        shown = arranged.listed
+        # Descriptions only for what the budget can show them for: a lookup of a few hundred,
+        # however many skills there are.
+        count = describable(((s.name, s.location) for s in shown), max_chars=limit, fmt=fmt)
+        wanted = [s.candidate_id for number, s in enumerate(shown)
+                  if number < count or s.mode is modes.Mode.PINNED] if has_read else []
+        if texts is None:
+            with self._session() as db:
+                texts = resolved.descriptions(db, wanted)
+        fetched = set(wanted)
+        items = [CatalogItem(s.name, texts.get(s.candidate_id, ""), s.location, str(s.mode),
+                             None if s.candidate_id in fetched else s.described) for s in shown]
         if not has_read:
             result = empty_catalog(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
                                    reason="the host has no read tool to load skills with")
@@ -557,7 +569,7 @@ class SkillIndex:
             result = build_ranked(items, max_chars=limit, fmt=fmt)
         else:
             result = build_catalog(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by)
-        result = with_omitted(result, [w.name for w, _ in arranged.manual],
+        result = with_omitted(result, [name for name, _ in arranged.manual],
                               [reason for _, reason in arranged.manual])
         try:
             with self._session("cache the catalog") as db, db.begin():
@@ -565,6 +577,25 @@ class SkillIndex:
         except StoreError:
             pass  # a read-only database still serves catalogs, just without the cache
         return result
+
+    def _arranged(self, db: Session, words: Sequence[str] | None,
+                  since: datetime | None) -> tuple[modes.Arranged, dict[int, str] | None]:
+        """The winners in catalog order with their modes, read as they stream from the stored
+        resolution; with the descriptions when they had to be resolved here instead."""
+        set_id = self._resolution_set(db)  # first: it may end the transaction
+        scores = usage = None
+        if words is not None:
+            scores = {m.candidate_id: m.score for m in self._matches(db, words, limit=None)}
+        elif since is not None:
+            usage = store_usage.load_counts(db, self.index_name, since)
+        if set_id is not None:
+            listing: Iterable[Listing] = resolved.catalog_listing(db, set_id)
+            texts = None
+        else:
+            winners = self.resolution(all_findings=False).winners
+            listing = map(modes.listing_of, winners)
+            texts = {w.candidate.id or 0: w.candidate.description or "" for w in winners}
+        return modes.arrange(listing, self.settings.catalog, scores=scores, usage=usage), texts
 
     def _catalog_key(self, db: Session, limit: int, fmt: str, has_read: bool,
                      words: Sequence[str] | None, usage: tuple[str, int] | None) -> str:
@@ -777,7 +808,7 @@ class SkillIndex:
         return {winner.name: lockfile.entry_for(winner.candidate.real_path, cwd=self.env.cwd,
                                                 previous=previous.get(winner.name),
                                                 max_bytes=limit)
-                for winner in self.winners()}
+                for winner in self.iter_winners(findings=False)}
 
     def verify_lock(self, path: str | Path) -> list[LockDrift]:
         """The catalog's winners against a lock file: skills added, removed or changed."""

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 
 class Severity(enum.StrEnum):
@@ -509,3 +510,19 @@ class SearchMatch:
     candidate_id: int
     name: str
     score: float  # higher is better; comparable within one search on one backend
+
+
+class Listing(NamedTuple):
+    """What the catalog reads of a winner, in catalog order: no description, which is fetched
+    only for the skills a budget can show it for (see catalog.describable)."""
+
+    name: str
+    declared: str | None
+    candidate_id: int
+    location: str
+    model_invocation: bool
+    described: bool  # whether it has a description with more than whitespace
+
+
+def has_text(description: str | None) -> bool:
+    return bool(description and not description.isspace())

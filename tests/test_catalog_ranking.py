@@ -12,6 +12,8 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import CatalogModes, Environment, Settings, parse_settings
 from skillindex.errors import ConfigError, IntegrityError, SearchQueryError
+from skillindex.model import Validation
+from skillindex.query import modes as catalog_modes
 from skillindex.query.catalog import Catalog, CatalogItem, build, build_ranked
 from skillindex.query.quick import cached_catalog
 from tests.conftest import isolate_cli, root_settings, write_skill
@@ -207,3 +209,43 @@ def test_catalog_command_with_a_query(tmp_path: Path, monkeypatch: pytest.Monkey
     assert refused.exit_code == 2 and "no word to look for" in refused.output
     explained = runner.invoke(cli, ["explain", "foxtrot"])
     assert "catalog mode: manual-only" in explained.output
+
+
+def _everything(index: SkillIndex, modes: CatalogModes) -> list[CatalogItem]:
+    """What the catalog would show, built the slow way: every winner with its description."""
+    items = []
+    for winner in index.winners():
+        mode = catalog_modes.mode_of(winner, modes).mode
+        if mode is not catalog_modes.Mode.MANUAL_ONLY:
+            items.append(CatalogItem(winner.name, winner.candidate.description or "",
+                                     str(winner.candidate.path), str(mode)))
+    pinned = [item for item in items if item.mode == "pinned"]
+    return pinned + [item for item in items if item.mode != "pinned"]
+
+
+@pytest.mark.parametrize("fmt", ["xml", "markdown", "json"])
+def test_descriptions_read_for_the_budget_only_give_the_same_catalog(
+        db_url: str, env: Environment, tmp_path: Path, fmt: Any) -> None:
+    # The catalog reads descriptions only for the skills its budget could show one for; at
+    # every budget, from empty to everything, it must equal the catalog built from all of them.
+    path = tmp_path / "many"
+    for number in range(60):
+        description = f"Skill {number} " + "does a useful <thing> & more. " * (number % 7 + 1)
+        write_skill(path, f"s{number:02d}", description=description)
+    modes = CatalogModes(pinned=("s07", "s41"), names_only=("s1*",), manual_only=("s33",))
+    roots = root_settings(path, validation=Validation.LENIENT).roots
+    with SkillIndex.open(Settings(presets=False, roots=roots, catalog=modes), db=db_url,
+                         env=env) as index:
+        index.reindex()
+        items = _everything(index, modes)
+        assert len(items) == 59
+        full = len(build(items, max_chars=10**6, fmt=fmt).text)
+        for limit in sorted({0, 40, 120, 300, 700, 1500, 3000, full // 2, full - 1, full}):
+            expected = build(items, max_chars=limit, fmt=fmt)
+            catalog = index.catalog(max_chars=limit, format=fmt)
+            assert catalog.text == expected.text, limit
+            assert catalog.entries == expected.entries, limit
+            assert set(catalog.omitted_names) == set(expected.omitted_names) | {"s33"}, limit
+            ranked = index.catalog(max_chars=limit, format=fmt, query="useful thing")
+            assert {e.name for e in ranked.entries} <= {item.name for item in items}
+            assert all(not e.truncated for e in ranked.entries if e.description)

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from skillindex.errors import ConfigError
 from skillindex.model import Validation
@@ -198,3 +200,17 @@ def test_cli_lock_and_verify_lock(tmp_path: Path) -> None:
          ["skills"]["pdf"]["computedHash"], "current": lockfile.computed_hash(
              lockfile.folder_files(skills / "pdf", max_bytes=1 << 20))}]
     assert world.run("verify", "--lock", str(tmp_path / "nope.json")).exit_code == 2
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=8) | st.text("ab\"\\\n/é ", max_size=8)
+
+
+@given(st.dictionaries(_TEXT, st.tuples(_TEXT, _TEXT, _TEXT), max_size=6))
+def test_the_lock_text_is_what_json_dumps_writes(raw: dict[str, tuple[str, str, str]]) -> None:
+    # render writes an entry at a time; the file must stay byte for byte the CLI's, which
+    # is JSON.stringify(document, null, 2), as json.dumps(indent=2) writes it.
+    entries = {name: LockEntry(*fields) for name, fields in raw.items()}
+    ordered = sorted(entries, key=lambda name: name.encode("utf-16-be", "surrogatepass"))
+    document = {"version": 1, "skills": {name: entries[name].as_json() for name in ordered}}
+    expected = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    assert lockfile.render(entries) == expected

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat
 from typing import Any, Literal
@@ -32,6 +32,10 @@ class CatalogItem:
     description: str
     location: str
     mode: str = "listed"
+    # Whether the skill has a description: None to judge by `description`. A catalog fetches
+    # descriptions only for the skills its budget can show one for (see `describable`); the
+    # rest arrive with "" and this flag, which marks a names-only entry as shortened.
+    described: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +180,32 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _folded(items: Sequence[CatalogItem]) -> list[CatalogItem]:
-    # Descriptions are folded to one line once, here; everything after works on folded text. A
-    # names-only skill has no description to show.
-    return [CatalogItem(i.name, "" if i.mode == NAMES_ONLY else escape.fold(i.description),
-                        i.location, i.mode) for i in items]
+    # Descriptions are folded to one line once, here; everything after works on folded text
+    # and on a settled `described`. A names-only skill has no description to show.
+    folded = []
+    for item in items:
+        text = "" if item.mode == NAMES_ONLY else escape.fold(item.description)
+        described = (bool(text) if item.described is None
+                     else item.described and item.mode != NAMES_ONLY)
+        folded.append(CatalogItem(item.name, text, item.location, item.mode, described))
+    return folded
+
+
+def describable(items: Iterable[tuple[str, str]], *, max_chars: int, fmt: Format) -> int:
+    """How many of the first (name, location) items a catalog could show a description for:
+    the longest run whose names-only entries fit in `max_chars`, since a description only
+    lengthens an entry. Past it, `build` and `build_ranked` show names only or nothing, pinned
+    skills excepted; so the descriptions of 100,000 skills need not be read for 100 shown."""
+    renderer = _Renderer(fmt)
+    head, between, tail = renderer.frame()
+    used = len(head) + len(tail) - len(between)
+    count = 0
+    for name, location in items:
+        used += len(between) + len(renderer.entry(CatalogEntry(name, "", location)))
+        if used > max_chars:
+            break
+        count += 1
+    return count
 
 
 def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
@@ -188,10 +214,10 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
     Pinned skills keep their descriptions whole throughout."""
     renderer = _Renderer(fmt)
     items = _folded(items)
-    full = [CatalogEntry(i.name, i.description, i.location) for i in items]
-    text = renderer.render(full)
-    if len(text) <= max_chars:
-        return Catalog(text, fmt, max_chars, tuple(full), ranked_by=ranked_by)
+    if _fits(renderer, (CatalogEntry(i.name, i.description, i.location) for i in items),
+             max_chars):
+        full = tuple(CatalogEntry(i.name, i.description, i.location) for i in items)
+        return Catalog(renderer.render(full), fmt, max_chars, full, ranked_by=ranked_by)
     shortened = _shortened(renderer, items, max_chars)
     if shortened is not None:
         return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened),
@@ -214,7 +240,7 @@ def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -
         if in_full or item.mode == PINNED:
             options.append(CatalogEntry(item.name, item.description, item.location))
         options.append(CatalogEntry(item.name, "", item.location,
-                                    truncated=bool(item.description)))
+                                    truncated=bool(item.described)))
         for number, entry in enumerate(options):
             cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
             if used + cost <= max_chars:
@@ -231,20 +257,24 @@ def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -
                    "query")
 
 
-def _with_cap(items: Sequence[CatalogItem], cap: int) -> list[CatalogEntry]:
-    entries = []
+def _with_cap(items: Iterable[CatalogItem], cap: int) -> Iterator[CatalogEntry]:
     for item in items:
         description = item.description if item.mode == PINNED else _shorten(item.description,
                                                                              cap)
-        entries.append(CatalogEntry(item.name, description, item.location,
-                                    truncated=description != item.description))
-    return entries
+        yield CatalogEntry(item.name, description, item.location,
+                           truncated=description != item.description)
 
 
-def _size(renderer: _Renderer, entries: Sequence[CatalogEntry]) -> int:
+def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
+    """Whether the rendered entries fit, measured without rendering them all: the sum stops
+    as soon as it is over (no entries render as nothing, which always fits)."""
     head, between, tail = renderer.frame()
-    return (len(head) + len(tail) + len(between) * (len(entries) - 1)
-            + sum(len(renderer.entry(e)) for e in entries))
+    used = len(head) + len(tail) - len(between)
+    for entry in entries:
+        used += len(between) + len(renderer.entry(entry))
+        if used > max_chars:
+            return False
+    return True
 
 
 def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
@@ -252,15 +282,15 @@ def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
     """The largest equal cap on every description that fits, or None when even the least fails."""
     longest = max((len(i.description) for i in items if i.mode != PINNED), default=0)
     low, high = MIN_DESCRIPTION, longest - 1
-    if high < low or _size(renderer, _with_cap(items, low)) > max_chars:
+    if high < low or not _fits(renderer, _with_cap(items, low), max_chars):
         return None
     while low < high:
         middle = (low + high + 1) // 2
-        if _size(renderer, _with_cap(items, middle)) <= max_chars:
+        if _fits(renderer, _with_cap(items, middle), max_chars):
             low = middle
         else:
             high = middle - 1
-    return _with_cap(items, low)
+    return list(_with_cap(items, low))
 
 
 def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
@@ -270,7 +300,7 @@ def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: in
     kept: list[CatalogEntry] = []
     omitted: list[str] = []
     for item in items:
-        options = [CatalogEntry(item.name, "", item.location, truncated=bool(item.description))]
+        options = [CatalogEntry(item.name, "", item.location, truncated=bool(item.described))]
         if item.mode == PINNED:
             options.insert(0, CatalogEntry(item.name, item.description, item.location))
         for entry in options:

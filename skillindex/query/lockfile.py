@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -147,9 +148,17 @@ def computed_hash(files: Iterable[tuple[str, bytes]]) -> str:
 
 
 def render(entries: Mapping[str, LockEntry]) -> str:
-    """The lock file's text, byte for byte as the CLI writes it (sorted keys, two spaces)."""
-    skills = {name: entries[name].as_json() for name in sorted(entries, key=_js_key_order)}
-    return json.dumps({"version": VERSION, "skills": skills}, indent=2, ensure_ascii=False) + "\n"
+    """The lock file's text, byte for byte as the CLI writes it (sorted keys, two spaces):
+    what `json.dumps(..., indent=2, ensure_ascii=False)` prints, written an entry at a time
+    rather than through a second copy of every entry as dictionaries."""
+    quoted = functools.partial(json.dumps, ensure_ascii=False)
+    parts = [f"    {quoted(name)}: {{\n"
+             f"      \"source\": {quoted(entry.source)},\n"
+             f"      \"sourceType\": {quoted(entry.source_type)},\n"
+             f"      \"computedHash\": {quoted(entry.computed_hash)}\n    }}"
+             for name, entry in sorted(entries.items(), key=lambda item: _js_key_order(item[0]))]
+    skills = "{\n" + ",\n".join(parts) + "\n  }" if parts else "{}"
+    return f'{{\n  "version": {VERSION},\n  "skills": {skills}\n}}\n'
 
 
 def parse(text: str, *, source: str) -> dict[str, LockEntry]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import NamedTuple
 
 from skillindex.config import CatalogModes
+from skillindex.model import Listing, has_text
 from skillindex.query.resolve import Winner
 
 
@@ -33,48 +35,79 @@ def mode_of(winner: Winner, modes: CatalogModes) -> CatalogMode:
     """The first that applies: the frontmatter's `disable-model-invocation: true`, then the
     `[skills.catalog]` globs manual_only, pinned, names_only (on the catalog name or the
     declared one); keeping a skill from the model is the safer reading of a conflict."""
-    if not winner.candidate.model_invocation:
+    return mode_for(winner.name, winner.candidate.name, winner.candidate.model_invocation, modes)
+
+
+def mode_for(name: str, declared: str | None, model_invocation: bool,
+             modes: CatalogModes) -> CatalogMode:
+    """`mode_of` from the columns it reads: catalog name, declared name, model invocation."""
+    if not model_invocation:
         return CatalogMode(Mode.MANUAL_ONLY, "its frontmatter says disable-model-invocation: "
                            "true (loadable by /skill: and read, not listed for the model)")
-    names = {winner.name, winner.candidate.name or winner.name}
+    names = {name, declared or name}
     for mode, key, globs in ((Mode.MANUAL_ONLY, "manual_only", modes.manual_only),
                              (Mode.PINNED, "pinned", modes.pinned),
                              (Mode.NAMES_ONLY, "names_only", modes.names_only)):
-        glob = next((g for g in globs if any(fnmatchcase(name, g) for name in names)), None)
+        glob = next((g for g in globs if any(fnmatchcase(n, g) for n in names)), None)
         if glob is not None:
             return CatalogMode(mode, f"name matches [skills.catalog] {key} pattern {glob!r}")
-    return CatalogMode(Mode.LISTED, "no [skills.catalog] pattern names it")
+    return _LISTED
+
+
+_LISTED = CatalogMode(Mode.LISTED, "no [skills.catalog] pattern names it")
+
+
+class Shown(NamedTuple):
+    """A winner the catalog may show, with its mode."""
+
+    name: str
+    location: str
+    candidate_id: int
+    mode: Mode
+    described: bool
+
+
+def listing_of(winner: Winner) -> Listing:
+    description = winner.candidate.description
+    return Listing(winner.name, winner.candidate.name, winner.candidate.id or 0,
+                   str(winner.candidate.path), winner.candidate.model_invocation,
+                   has_text(description))
 
 
 @dataclass(frozen=True, slots=True)
 class Arranged:
     """Winners in the order the catalog offers them, with their modes, and those it must not."""
 
-    listed: tuple[tuple[Winner, Mode], ...]
-    manual: tuple[tuple[Winner, str], ...]  # manual-only winners and why
+    listed: tuple[Shown, ...]
+    manual: tuple[tuple[str, str], ...]  # manual-only winners' names and why
     ranked_by: str
 
 
-def arrange(winners: Sequence[Winner], modes: CatalogModes, *,
+def arrange(winners: Iterable[Listing], modes: CatalogModes, *,
             scores: Mapping[int, float] | None = None,
             usage: Mapping[str, int] | None = None) -> Arranged:
     """Pinned winners first; then, with `scores` (a search), matched winners best first and the
     rest after; with `usage`, the most loaded first; else precedence order. Every sort is
-    stable, so precedence breaks ties."""
-    pinned: list[tuple[Winner, Mode]] = []
-    rest: list[tuple[Winner, Mode]] = []
-    manual: list[tuple[Winner, str]] = []
-    for winner in winners:
-        mode = mode_of(winner, modes)
+    stable, so precedence breaks ties. Winners are read once, as they come."""
+    pinned: list[Shown] = []
+    rest: list[Shown] = []
+    manual: list[tuple[str, str]] = []
+    patterned = bool(modes.manual_only or modes.pinned or modes.names_only)
+    for name, declared, cid, location, invocable, described in winners:
+        if invocable and not patterned:
+            rest.append(Shown(name, location, cid, Mode.LISTED, described))
+            continue
+        mode = mode_for(name, declared, invocable, modes)
         if mode.mode is Mode.MANUAL_ONLY:
-            manual.append((winner, f"manual-only: {mode.reason}"))
+            manual.append((name, f"manual-only: {mode.reason}"))
         else:
-            (pinned if mode.mode is Mode.PINNED else rest).append((winner, mode.mode))
+            (pinned if mode.mode is Mode.PINNED else rest).append(
+                Shown(name, location, cid, mode.mode, described))
     if scores is not None:
-        rest.sort(key=lambda item: -scores.get(item[0].candidate.id, float("-inf")))
+        rest.sort(key=lambda item: -scores.get(item.candidate_id, float("-inf")))
         ranked_by = "query"
     elif usage is not None:
-        rest.sort(key=lambda item: -usage.get(item[0].name, 0))
+        rest.sort(key=lambda item: -usage.get(item.name, 0))
         ranked_by = "usage"
     else:
         ranked_by = "precedence"

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select, text
 from sqlalchemy.orm import Session
 
+from skillindex.model import Listing, has_text
 from skillindex.store import sql
 from skillindex.store.models import Candidate, ResolvedSet, ResolvedWinner, Root
 
 RESOLVED_SETS = 32  # resolutions kept per index (working directories and settings seen)
+PAGE = 2_000  # rows a streamed read holds at once
+
 
 def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
     """The last run that changed each of these roots: what a resolution depends on."""
@@ -87,9 +90,25 @@ def winner_row(session: Session, set_id: int, name: str) -> Any:
     return session.execute(text(sql.WINNER_BY_NAME), {"set_id": set_id, "name": name}).first()
 
 
-def catalog_items(session: Session, set_id: int) -> list[tuple[str, str | None, str]]:
-    return [(str(name), description, str(path)) for name, description, path in
-            session.execute(text(sql.CATALOG_ITEMS), {"set_id": set_id})]
+def catalog_listing(session: Session, set_id: int) -> Iterator[Listing]:
+    """Every winner as the catalog reads it, in catalog order, streamed: the descriptions pass
+    through one page at a time, never all held."""
+    rows = session.execute(text(sql.CATALOG_LISTING), {"set_id": set_id},
+                           execution_options={"yield_per": PAGE})
+    for name, declared, cid, path, manual, description in rows:
+        yield Listing(name, declared, cid, path, not manual, has_text(description))
+
+
+def descriptions(session: Session, ids: Sequence[int]) -> dict[int, str]:
+    """The descriptions of these candidates (none for one without)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), PAGE):
+        chunk = ids[start:start + PAGE]
+        marks = ", ".join(str(int(cid)) for cid in chunk)
+        for cid, description in session.execute(text(sql.DESCRIPTIONS.format(ids=marks))):
+            if description is not None:
+                found[cid] = description
+    return found
 
 
 def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:

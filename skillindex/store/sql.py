@@ -33,9 +33,13 @@ WINNERS_PAGE = (
     f"SELECT w.ordinal, w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
     "WHERE w.set_id = :set_id AND w.ordinal > :after ORDER BY w.ordinal LIMIT :limit")
-CATALOG_ITEMS = (
-    "SELECT w.name, c.description, c.skill_path FROM resolved_winner w "
-    "JOIN candidate c ON c.id = w.candidate_id WHERE w.set_id = :set_id ORDER BY w.ordinal")
+# What the catalog reads of every winner (`model.Listing`, the description only to tell whether
+# there is one), and then the descriptions of the few its budget can show.
+CATALOG_LISTING = (
+    "SELECT w.name, c.name, c.id, c.skill_path, c.disable_model_invocation, c.description "
+    "FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
+    "WHERE w.set_id = :set_id ORDER BY w.ordinal")
+DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
 # What `list` prints of each winner, in catalog order, and the codes of their findings.
 # (Roots are few: joined in Python, a lookup per row in SQL costs as much as the rest.)
 LISTING = (
