@@ -372,7 +372,9 @@ IMPORTS = textwrap.dedent("""
     ["--json", "command", "alpha", "do", "--it"],
     ["audit"],
     ["audit", "--levels", "--since", "2000-01-01"],
-], ids=["read", "resource", "command", "audit", "audit-levels"])
+    ["search", "use beta"],
+    ["--json", "search", "alpha", "--limit", "1"],
+], ids=["read", "resource", "command", "audit", "audit-levels", "search", "search-json"])
 def test_one_shot_commands_do_not_import_sqlalchemy(setup: Setup, command: list[str]) -> None:
     oneshot.read(str(setup.config), **setup.where(uri="skill://beta", session="s"))
     argv = ["--config", str(setup.config), "--db", setup.db, "--cwd", str(setup.cwd), *command]

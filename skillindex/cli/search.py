@@ -27,8 +27,14 @@ def search(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
       skillindex search kubernetes --limit 3 --json
     """
     options = options_of(ctx, as_json)
-    with options.open() as index:
-        hits = index.search(query, limit=limit)
+    # A migrated SQLite index answers from its stored resolution without SQLAlchemy.
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    hits = oneshot.search(options.config, db=options.db, cwd=options.cwd, index=options.index,
+                          query=query, limit=limit)
+    if hits is None:
+        with options.open() as index:
+            hits = index.search(query, limit=limit)
     if options.json:
         print_json([hit.as_dict() for hit in hits])
         return

@@ -32,10 +32,11 @@ from skillindex.model import (
 )
 from skillindex.providers import plan_roots
 from skillindex.query import disclose, staleness
-from skillindex.query.resolve import Rules, rebase, set_key
+from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_collision
+from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
-from skillindex.store.rows import candidate_of, event_of, levels_of
+from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of
 
 T = TypeVar("T")
 
@@ -237,3 +238,37 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     names = list(dict.fromkeys(json.loads(text)["name"] for text in collisions))
     return Listing(table, names, staleness.note(
         here.settings, lambda: staleness.stale_roots(roots, scans)))
+
+
+def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+           index: str | None, query: str, limit: int) -> list[SearchHit] | None:
+    """`SkillIndex.search(query, limit=limit)` from the stored resolution, or None for the
+    full path (which also reports a query without words and a bad limit)."""
+    here = _here(config, db, cwd, index)
+    if here is None or limit < 1 or not here.settings.enabled:
+        return None
+    try:
+        words = terms(query)
+    except SkillIndexError:
+        return None
+    roots = plan_roots(here.settings, here.env).roots
+    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+        return None
+    rules = Rules.from_settings(here.settings)
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        found = fastpath.stored_search(connection, here.index_name,
+                                       [str(spec.path) for spec in roots],
+                                       lambda runs: set_key(runs, roots, rules), words, limit)
+    if found is None:
+        return None
+    specs = {spec.path: spec for spec in roots}
+    cache: RootCache = {}
+    hits = []
+    for score, (_cid, name, collision, *columns) in found:
+        candidate = candidate_of(columns, cache)
+        winner = Winner(name, rebase(candidate, specs.get(candidate.root)),
+                        stored_collision(collision))
+        hits.append(SearchHit(score, winner))
+    return hits

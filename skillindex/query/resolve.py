@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -201,6 +202,16 @@ def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: R
     the rules."""
     text = repr((RESOLUTION_VERSION, list(runs), tuple(roots), rules))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stored_collision(text: str | None) -> Collision | None:
+    """A collision as a stored resolution keeps it (`Collision.as_dict` in JSON)."""
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Collision(name=data["name"], policy=data["policy"],
+                     paths=tuple(Path(p) for p in data["paths"]),
+                     kept=tuple(Path(p) for p in data["kept"]))
 
 
 def rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:

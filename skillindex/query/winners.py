@@ -94,13 +94,7 @@ def _candidate(row: Row, specs: dict[str, RootSpec]) -> Candidate:
                      status=Status.ACCEPTED, enabled=enabled, id=cid)
 
 
-def collision_of(text: str | None) -> Collision | None:
-    if text is None:
-        return None
-    data = json.loads(text)
-    return Collision(name=data["name"], policy=data["policy"],
-                     paths=tuple(Path(p) for p in data["paths"]),
-                     kept=tuple(Path(p) for p in data["kept"]))
+collision_of = resolve.stored_collision
 
 
 class Reader:

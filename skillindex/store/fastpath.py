@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from skillindex import model
-from skillindex.store import sql
+from skillindex.store import fts, sql
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
 from skillindex.store.rows import manifest_file_of, scans_of
@@ -143,6 +143,41 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
             statement, params = sql.root_scans(roots)
             scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
             return rows, stored_roots, findings, collisions, scans
+        finally:
+            connection.execute("COMMIT")
+    except sqlite3.Error:
+        return None
+
+
+def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                  key_of: Callable[[RootRuns], str], terms: Sequence[str],
+                  limit: int) -> list[tuple[float, Any]] | None:
+    """The best `limit` matches of the terms (store/fts.py) that win in the stored resolution
+    of these roots, each a (score, `sql.SEARCH_WINNERS` row), best first, as
+    `SkillIndex.search` finds them; None when no resolution is stored or the database fails."""
+    def run(statement: str, params: dict[str, Any]) -> Iterable[Sequence[Any]]:
+        return connection.execute(statement, params)
+
+    try:
+        connection.execute("BEGIN")
+        try:
+            set_id = _set_id(connection, index_name, roots, key_of)
+            if set_id is None:
+                return None
+            wanted = limit * 2 + 8  # room for matches that are not winners
+            while True:
+                matches = fts.matches(run, index_name, roots, terms, limit=wanted,
+                                      weights=fts.DEFAULT_WEIGHTS, budget=fts.MATCH_BUDGET)
+                ids = ", ".join(str(match.candidate_id) for match in matches) or "NULL"
+                won: dict[int, list[Any]] = {}
+                for row in connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
+                                              {"set_id": set_id}):
+                    won.setdefault(row[0], []).append(row)
+                hits = [(match.score, row) for match in matches
+                        for row in won.get(match.candidate_id, ())]
+                if len(hits) >= limit or len(matches) < wanted:
+                    return hits[:limit]
+                wanted *= 4
         finally:
             connection.execute("COMMIT")
     except sqlite3.Error:

@@ -40,6 +40,11 @@ CATALOG_LISTING = (
     "FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
     "WHERE w.set_id = :set_id ORDER BY w.ordinal")
 DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
+# The winners among a search's matched candidates (ids inlined as integers), in catalog order.
+SEARCH_WINNERS = (
+    f"SELECT w.candidate_id, w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
+    "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
+    "WHERE w.set_id = :set_id AND w.candidate_id IN ({ids}) ORDER BY w.ordinal")
 # What `list` prints of each winner, in catalog order, and the codes of their findings.
 # (Roots are few: joined in Python, a lookup per row in SQL costs as much as the rest.)
 LISTING = (
