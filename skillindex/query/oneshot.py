@@ -227,14 +227,17 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     codes: dict[int, set[tuple[bool, str]]] = {}
     for cid, code, severity in findings:
         codes.setdefault(cid, set()).add((severity != "error", code))
+    shown = {cid: ",".join(code for _, code in sorted(found)) for cid, found in codes.items()}
+    # Per root, once: the plan's scope, provider and precedence count (rebase), else the
+    # stored ones. A row then costs two lookups, for tens of thousands of rows.
     specs = {str(spec.path): spec for spec in roots}
-    table: list[list[object]] = []
-    for name, cid, skill_path, root_id in rows:
-        root, *stored = stored_roots[root_id]
-        spec = specs.get(root)  # the plan's scope, provider and precedence count (rebase)
-        where = stored if spec is None else [spec.scope, spec.provider, spec.precedence]
-        shown = ",".join(code for _, code in sorted(codes.get(cid, ()))) or "-"
-        table.append([name, *where, shown, skill_path])
+    where: dict[int, tuple[object, ...]] = {}
+    for root_id, (root, *stored) in stored_roots.items():
+        spec = specs.get(root)
+        where[root_id] = (tuple(stored) if spec is None
+                          else (spec.scope, spec.provider, spec.precedence))
+    table: list[list[object]] = [[name, *where[root_id], shown.get(cid, "-"), skill_path]
+                                 for name, cid, skill_path, root_id in rows]
     names = list(dict.fromkeys(json.loads(text)["name"] for text in collisions))
     return Listing(table, names, staleness.note(
         here.settings, lambda: staleness.stale_roots(roots, scans)))
