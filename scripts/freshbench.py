@@ -192,6 +192,9 @@ def memory(config: Path, base: Path, cwd: Path, name: str) -> dict[str, dict[str
         ("risks", ["risks"]), ("audit", ["audit"]), ("audit verify", ["audit", "verify"]),
         ("lock", ["lock", "--output", str(base / "skills-lock.json")]),
         ("verify", ["verify"]),
+        ("verify --lock", ["verify", "--lock", str(base / "skills-lock.json")]),
+        ("context", ["context"]),
+        ("trust", ["trust", name]), ("db current", ["db", "current"]),
     ]
     results: dict[str, dict[str, float]] = {}
     for label, arguments in commands:
