@@ -366,6 +366,7 @@ def table(results: list[dict[str, Any]]) -> str:
         ("serve CPU: start-up to first page", "mcp_raw_server_cpu_start_s"),
         ("serve CPU: skills/list, every page", "mcp_raw_server_cpu_list_all_s"),
         ("serve CPU: one resources/read", "mcp_raw_server_cpu_read_s"),
+        ("serve: peak RSS after every page and the reads (MB)", "mcp_raw_server_peak_mb"),
         ("python -c 'import mcp.server' (serve's floor)", "mcp_import_floor_s"),
         ("agentskills-mcp-server: start-up to first page", "agentskills_start_s"),
         ("agentskills-mcp-server: skills/list, every page", "agentskills_list_all_s"),
@@ -375,6 +376,7 @@ def table(results: list[dict[str, Any]]) -> str:
         ("agentskills-mcp-server CPU: skills/list, every page",
          "agentskills_raw_server_cpu_list_all_s"),
         ("agentskills-mcp-server CPU: one resources/read", "agentskills_raw_server_cpu_read_s"),
+        ("agentskills-mcp-server: peak RSS (MB)", "agentskills_raw_server_peak_mb"),
         ("cold index, one process", "cold_one_process_s"),
         ("cold index without full text, one process", "cold_without_full_text_s"),
         ("search, words every skill has", "search_common_s"),
@@ -386,7 +388,8 @@ def table(results: list[dict[str, Any]]) -> str:
     for label, key in rows:
         if not any(key in r for r in results):
             continue
-        cells = [_time(r.get(key)) for r in results]
+        cells = [_time(r.get(key)) if not key.endswith("_mb") else f"{r[key]:.0f} MB"
+                 if key in r else "-" for r in results]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if any("watch_idle_cpu_percent" in r for r in results):
         lines.append("| watch: CPU while idle | " + " | ".join(

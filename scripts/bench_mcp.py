@@ -175,6 +175,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_kib(pid: int) -> int:
+    """A process's peak resident memory so far (VmHWM)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("VmHWM")))
+
+
 def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]:
     """Start-up, a full listing and one read with a client that only parses JSON; beside the
     wall times, the CPU seconds the server process spent on each (start-up and listing from
@@ -192,6 +199,7 @@ def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]
 
     starts, listings, reads = [], [], []
     cpu: dict[str, float] = {}
+    peak_mb = 0.0
     skills = 0
     for attempt in range(repeat):
         started = time.perf_counter()
@@ -221,6 +229,7 @@ def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]
                 session.call("resources/read", {"uri": uri})
                 reads.append(time.perf_counter() - began)
             cpu["read"] = (cpu_seconds(process.pid) - before) / count
+            peak_mb = peak_kib(process.pid) / 1024
         finally:
             assert process.stdin is not None
             process.stdin.close()
@@ -230,7 +239,7 @@ def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]
                 process.kill()
                 process.wait()
     return {"start_s": statistics.median(starts), "list_all_s": statistics.median(listings),
-            "read_s": statistics.median(reads), "listed": skills,
+            "read_s": statistics.median(reads), "listed": skills, "server_peak_mb": peak_mb,
             **{f"server_cpu_{key}_s": value for key, value in cpu.items()}}
 
 
