@@ -56,11 +56,16 @@ def test_materialized_winners_equal_the_full_resolution(policy: str, seed: int) 
     full = resolve(found, roots, rules)
     rows = [(c.id, str(c.name), c.enabled, str(c.root), str(c.path), str(c.real_path))
             for c in found]
-    lean = materialize(rows, roots, rules)
+    lean = list(materialize(rows, roots, rules))
     assert [(name, cid) for name, cid, _ in lean] == [
         (w.name, w.candidate.id) for w in full.winners]
     assert [text is not None for _, _, text in lean] == [
         w.collision is not None for w in full.winners]
+    # As the store hands them over: a real directory only where rows share it.
+    shared = {real for real in (row[5] for row in rows) if [r[5] for r in rows].count(real) > 1}
+    assert any(shared)
+    sparse = [(*row[:5], row[5] if row[5] in shared else None) for row in rows]
+    assert list(materialize(sparse, roots, rules)) == lean
 
 
 def test_a_reindex_stores_the_resolution_and_reads_use_it(tmp_path: Path,

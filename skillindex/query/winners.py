@@ -16,7 +16,8 @@ from skillindex.store import queries, resolved
 from skillindex.store.rows import RootCache, candidate_of
 
 PAGE = 2_000
-Row = tuple[int, str, bool, str, str, str]  # id, name, enabled, root, SKILL.md, real directory
+# id, name, enabled, root, SKILL.md, real directory (None where no other row shares it)
+Row = tuple[int, str, bool, str, str, str | None]
 Materialized = tuple[str, int, str | None]  # catalog name, candidate id, collision JSON
 
 
@@ -46,11 +47,13 @@ def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: 
 
 
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec],
-                rules: Rules) -> list[Materialized]:
+                rules: Rules) -> Iterator[Materialized]:
     """The winners `resolve.resolve` would give, in its order, from a few columns per candidate.
 
     Names declared once (nearly all of them) need no Candidate at all; only the candidates of a
-    contested name are built, and the policy of `resolve` judges them.
+    contested name are built, and the policy of `resolve` judges them. A row's real directory
+    may be None where no other row shares it (see `resolved.resolvable`). The winners are
+    yielded in order, so a resolution of 100,000 skills is written without a second copy.
     """
     if rules.policy not in COLLISION_POLICIES:
         raise ValueError(f"unknown collision policy {rules.policy!r}")
@@ -62,26 +65,38 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec],
 
     ranked = sorted((row for row in rows if row[3] in specs), key=rank)
     first_copy: set[str] = set()
-    groups: dict[str, list[int]] = {}
-    for number, (_cid, name, enabled, root, _skill, real) in enumerate(ranked):
-        if resolve.screen(name, enabled, specs[root], rules) is not None or real in first_copy:
+    eligible: list[Row] = []
+    first: dict[str, int] = {}  # name -> its first eligible row
+    contested: dict[str, list[int]] = {}  # names with more than one eligible row
+    for row in ranked:
+        _cid, name, enabled, root, _skill, real = row
+        if resolve.screen(name, enabled, specs[root], rules) is not None:
             continue
-        first_copy.add(real)
-        groups.setdefault(name, []).append(number)
-    taken = set(groups)
-    winners: dict[int, Materialized] = {}
-    for name, members in groups.items():
-        if len(members) == 1:
-            winners[members[0]] = (name, ranked[members[0]][0], None)
-            continue
-        group = [_candidate(ranked[number], specs) for number in members]
-        judged = resolve.apply_policy(name, group, rules.policy, taken)
-        collision = resolve.collision_of(name, rules.policy, judged)
+        if real is not None:
+            if real in first_copy:
+                continue
+            first_copy.add(real)
+        number = first.setdefault(name, len(eligible))
+        if number != len(eligible):
+            contested.setdefault(name, [number]).append(len(eligible))
+        eligible.append(row)
+    taken = set(first)
+    del first
+    judged: dict[int, Materialized | None] = {}
+    # In order of each name's first row, as `resolve` meets them (qualify takes names in turn).
+    for name, members in sorted(contested.items(), key=lambda item: item[1][0]):
+        group = [_candidate(eligible[number], specs) for number in members]
+        verdicts = resolve.apply_policy(name, group, rules.policy, taken)
+        collision = resolve.collision_of(name, rules.policy, verdicts)
         text = None if collision is None else json.dumps(collision.as_dict())
-        for number, verdict in zip(members, judged, strict=True):
-            if verdict.outcome is resolve.Outcome.WINNER:
-                winners[number] = (verdict.name or name, ranked[number][0], text)
-    return [winners[number] for number in sorted(winners)]
+        for number, verdict in zip(members, verdicts, strict=True):
+            judged[number] = ((verdict.name or name, eligible[number][0], text)
+                              if verdict.outcome is resolve.Outcome.WINNER else None)
+    for number, (cid, name, *_) in enumerate(eligible):
+        if number not in judged:
+            yield name, cid, None
+        elif (kept := judged[number]) is not None:
+            yield kept
 
 
 def _candidate(row: Row, specs: dict[str, RootSpec]) -> Candidate:
@@ -89,7 +104,8 @@ def _candidate(row: Row, specs: dict[str, RootSpec]) -> Candidate:
     spec = specs[root]
     path = Path(skill)
     return Candidate(name=name, description=None, path=path, directory=path.parent,
-                     real_path=Path(real), root=spec.path, scope=spec.scope,
+                     real_path=path.parent if real is None else Path(real), root=spec.path,
+                     scope=spec.scope,
                      provider=spec.provider, precedence=spec.precedence, position=spec.position,
                      status=Status.ACCEPTED, enabled=enabled, id=cid)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select, text
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from skillindex.model import Listing, has_text
@@ -30,35 +31,44 @@ def set_id(session: Session, index_name: str, key: str) -> int | None:
 
 
 def resolvable(session: Session, index_name: str,
-               paths: Sequence[str]) -> list[tuple[int, str, bool, str, str, str]]:
+               paths: Sequence[str]) -> list[tuple[int, str, bool, str, str, str | None]]:
     """What resolution needs of every accepted, named candidate of these roots:
-    (id, name, enabled, root path, SKILL.md path, real directory)."""
+    (id, name, enabled, root path, SKILL.md path, real directory). The real directory is given
+    only where another candidate shares it (all resolution asks of it), and each root path is
+    one string however many rows hold it: at 100,000 skills both are tens of megabytes."""
     if not paths:
         return []
+    usable = (Root.index_name == index_name, Root.path.in_(list(paths)),
+              Candidate.status == "accepted", Candidate.name.is_not(None))
+    shared = {real for (real,) in session.execute(
+        select(Candidate.real_path).join(Root, Root.id == Candidate.root_id).where(*usable)
+        .group_by(Candidate.real_path).having(func.count() > 1))}
     rows = session.execute(
         select(Candidate.id, Candidate.name, Candidate.enabled, Root.path, Candidate.skill_path,
                Candidate.real_path)
-        .join(Root, Root.id == Candidate.root_id)
-        .where(Root.index_name == index_name, Root.path.in_(list(paths)),
-               Candidate.status == "accepted", Candidate.name.is_not(None)))
-    return [(int(cid), str(name), bool(enabled), root, skill, real)
+        .join(Root, Root.id == Candidate.root_id).where(*usable))
+    roots: dict[str, str] = {}
+    return [(int(cid), str(name), bool(enabled), roots.setdefault(root, root), skill,
+             real if real in shared else None)
             for cid, name, enabled, root, skill, real in rows]
 
 
 def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
               winners: Iterable[tuple[str, int, str | None]]) -> int:
-    """Write one resolution: (catalog name, candidate id, collision JSON) in catalog order."""
-    rows = [{"ordinal": ordinal, "name": name, "candidate_id": cid, "collision": collision}
-            for ordinal, (name, cid, collision) in enumerate(winners, start=1)]
+    """Write one resolution: (catalog name, candidate id, collision JSON) in catalog order,
+    taken from `winners` a chunk at a time."""
     new_id = int(session.execute(
         insert(ResolvedSet).returning(ResolvedSet.id),
         [{"index_name": index_name, "key": key, "roots": json.dumps(sorted(roots)),
-          "winners": len(rows)}]).scalar_one())
-    for start in range(0, len(rows), 10_000):
-        chunk = rows[start:start + 10_000]
-        for row in chunk:
-            row["set_id"] = new_id
+          "winners": 0}]).scalar_one())
+    ordinals, pending = itertools.count(1), iter(winners)
+    written = 0
+    while chunk := [{"set_id": new_id, "ordinal": next(ordinals), "name": name,
+                     "candidate_id": cid, "collision": collision}
+                    for name, cid, collision in itertools.islice(pending, 10_000)]:
         session.execute(insert(ResolvedWinner), chunk)
+        written += len(chunk)
+    session.execute(update(ResolvedSet).where(ResolvedSet.id == new_id).values(winners=written))
     # Hosts in ever new directories (or settings) must not grow the table without bound.
     old = [sid for (sid,) in session.execute(
         select(ResolvedSet.id).where(ResolvedSet.index_name == index_name,
