@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -42,33 +45,40 @@ def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: 
     if found is not None:
         return found
     paths = [str(spec.path) for spec in roots]
-    rows = resolved.resolvable(session, index_name, paths)
-    return resolved.store_set(session, index_name, key, paths, materialize(rows, roots, rules))
+    rows, contested = resolved.resolvable(session, index_name, paths)
+    return resolved.store_set(session, index_name, key, paths,
+                              materialize(rows, roots, rules, contested))
 
 
-def materialize(rows: Sequence[Row], roots: Sequence[RootSpec],
-                rules: Rules) -> Iterator[Materialized]:
+def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
+                contested: Collection[str] | None = None) -> Iterator[Materialized]:
     """The winners `resolve.resolve` would give, in its order, from a few columns per candidate.
 
     Names declared once (nearly all of them) need no Candidate at all; only the candidates of a
-    contested name are built, and the policy of `resolve` judges them. A row's real directory
-    may be None where no other row shares it (see `resolved.resolvable`). The winners are
-    yielded in order, so a resolution of 100,000 skills is written without a second copy.
+    contested name are built, and the policy of `resolve` judges them. `contested` may name
+    more than are (the store counts names before filters); None counts them here. A row's real
+    directory may be None where no other row shares it (see `resolved.resolvable`). The
+    winners are yielded in order, so a resolution of 100,000 skills is written without a copy.
     """
     if rules.policy not in COLLISION_POLICIES:
         raise ValueError(f"unknown collision policy {rules.policy!r}")
     specs = {str(spec.path): spec for spec in roots}
-
-    def rank(row: Row) -> tuple[int, int, str]:
-        spec = specs[row[3]]
-        return -spec.precedence, spec.position, row[4]
-
-    ranked = sorted((row for row in rows if row[3] in specs), key=rank)
+    by_root: dict[str, list[Row]] = {}
+    for row in rows:
+        if row[3] in specs:
+            by_root.setdefault(row[3], []).append(row)
+    # Roots by precedence and registration, then SKILL.md paths: sorted a root at a time on a
+    # column, which makes no key object per row.
+    order = sorted(by_root, key=lambda root: (-specs[root].precedence, specs[root].position))
+    for root in order:
+        by_root[root].sort(key=itemgetter(4))
+    if contested is None:
+        counted = Counter(row[1] for row in rows)
+        contested = {name for name, count in counted.items() if count > 1}
     first_copy: set[str] = set()
     eligible: list[Row] = []
-    first: dict[str, int] = {}  # name -> its first eligible row
-    contested: dict[str, list[int]] = {}  # names with more than one eligible row
-    for row in ranked:
+    groups: dict[str, list[int]] = {}  # eligible rows of the contested names, first seen first
+    for row in itertools.chain.from_iterable(by_root[root] for root in order):
         _cid, name, enabled, root, _skill, real = row
         if resolve.screen(name, enabled, specs[root], rules) is not None:
             continue
@@ -76,15 +86,16 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec],
             if real in first_copy:
                 continue
             first_copy.add(real)
-        number = first.setdefault(name, len(eligible))
-        if number != len(eligible):
-            contested.setdefault(name, [number]).append(len(eligible))
+        if name in contested:
+            groups.setdefault(name, []).append(len(eligible))
         eligible.append(row)
-    taken = set(first)
-    del first
+    del by_root
+    # Qualified names must avoid every name in use; no other policy asks.
+    taken = {row[1] for row in eligible} if rules.policy == resolve.QUALIFY else set()
     judged: dict[int, Materialized | None] = {}
-    # In order of each name's first row, as `resolve` meets them (qualify takes names in turn).
-    for name, members in sorted(contested.items(), key=lambda item: item[1][0]):
+    for name, members in groups.items():
+        if len(members) < 2:
+            continue
         group = [_candidate(eligible[number], specs) for number in members]
         verdicts = resolve.apply_policy(name, group, rules.policy, taken)
         collision = resolve.collision_of(name, rules.policy, verdicts)

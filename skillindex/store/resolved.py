@@ -30,27 +30,34 @@ def set_id(session: Session, index_name: str, key: str) -> int | None:
     return None if found is None else int(found)
 
 
-def resolvable(session: Session, index_name: str,
-               paths: Sequence[str]) -> list[tuple[int, str, bool, str, str, str | None]]:
+def resolvable(session: Session, index_name: str, paths: Sequence[str],
+               ) -> tuple[list[tuple[int, str, bool, str, str, str | None]], set[str]]:
     """What resolution needs of every accepted, named candidate of these roots:
-    (id, name, enabled, root path, SKILL.md path, real directory). The real directory is given
-    only where another candidate shares it (all resolution asks of it), and each root path is
-    one string however many rows hold it: at 100,000 skills both are tens of megabytes."""
+    (id, name, enabled, root path, SKILL.md path, real directory), and the names more than
+    one of them declares. The real directory is given only where another candidate shares it
+    (all resolution asks of it), each root path is one string however many rows hold it, and
+    the rows are read through the connection, not buffered by the ORM first: at 100,000
+    skills each of these is tens of megabytes."""
     if not paths:
-        return []
+        return [], set()
     usable = (Root.index_name == index_name, Root.path.in_(list(paths)),
               Candidate.status == "accepted", Candidate.name.is_not(None))
-    shared = {real for (real,) in session.execute(
-        select(Candidate.real_path).join(Root, Root.id == Candidate.root_id).where(*usable)
-        .group_by(Candidate.real_path).having(func.count() > 1))}
-    rows = session.execute(
+    connection = session.connection()
+
+    def repeated(column: Any) -> set[str]:
+        return {value for (value,) in connection.execute(
+            select(column).join(Root, Root.id == Candidate.root_id).where(*usable)
+            .group_by(column).having(func.count() > 1))}
+
+    shared, contested = repeated(Candidate.real_path), repeated(Candidate.name)
+    rows = connection.execute(
         select(Candidate.id, Candidate.name, Candidate.enabled, Root.path, Candidate.skill_path,
                Candidate.real_path)
         .join(Root, Root.id == Candidate.root_id).where(*usable))
     roots: dict[str, str] = {}
     return [(int(cid), str(name), bool(enabled), roots.setdefault(root, root), skill,
              real if real in shared else None)
-            for cid, name, enabled, root, skill, real in rows]
+            for cid, name, enabled, root, skill, real in rows], contested
 
 
 def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
@@ -63,10 +70,13 @@ def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
           "winners": 0}]).scalar_one())
     ordinals, pending = itertools.count(1), iter(winners)
     written = 0
+    # Core, not the ORM's bulk insert: one executemany a chunk, no per-row bookkeeping.
+    statement = insert(ResolvedWinner)
+    connection = session.connection()
     while chunk := [{"set_id": new_id, "ordinal": next(ordinals), "name": name,
                      "candidate_id": cid, "collision": collision}
                     for name, cid, collision in itertools.islice(pending, 10_000)]:
-        session.execute(insert(ResolvedWinner), chunk)
+        connection.execute(statement, chunk)
         written += len(chunk)
     session.execute(update(ResolvedSet).where(ResolvedSet.id == new_id).values(winners=written))
     # Hosts in ever new directories (or settings) must not grow the table without bound.
