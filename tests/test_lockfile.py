@@ -124,6 +124,7 @@ def test_rendered_file_is_byte_for_byte_what_the_cli_writes() -> None:
     expected = node(write_js, stdin=json.dumps({k: v.as_json() for k, v in entries.items()}))
 
     assert lockfile.render(entries) == expected
+    assert "".join(lockfile.chunks(entries, per_chunk=2)) == expected  # as the CLI writes it
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -214,3 +215,4 @@ def test_the_lock_text_is_what_json_dumps_writes(raw: dict[str, tuple[str, str, 
     document = {"version": 1, "skills": {name: entries[name].as_json() for name in ordered}}
     expected = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     assert lockfile.render(entries) == expected
+    assert "".join(lockfile.chunks(entries, per_chunk=2)) == expected  # as the CLI writes it

@@ -95,12 +95,13 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
         target = None if output == "-" else Path(output or index.env.cwd / lockfile.FILE_NAME)
         previous = lockfile.read(target) if target is not None and target.exists() else {}
         entries = index.lock(previous)
-    text = lockfile.render(entries)
     if target is None:
-        click.echo(text, nl=False)
+        for chunk in lockfile.chunks(entries):
+            click.echo(chunk, nl=False)
         return
     try:
-        target.write_text(text, encoding="utf-8")
+        with target.open("w", encoding="utf-8") as handle:
+            handle.writelines(lockfile.chunks(entries))
     except OSError as exc:
         raise ConfigError(f"cannot write the lock file: {exc.strerror}", source=str(target)) \
             from exc

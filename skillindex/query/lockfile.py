@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,17 +148,30 @@ def computed_hash(files: Iterable[tuple[str, bytes]]) -> str:
 
 
 def render(entries: Mapping[str, LockEntry]) -> str:
-    """The lock file's text, byte for byte as the CLI writes it (sorted keys, two spaces):
-    what `json.dumps(..., indent=2, ensure_ascii=False)` prints, written an entry at a time
-    rather than through a second copy of every entry as dictionaries."""
+    """The lock file's text, byte for byte as the CLI writes it (sorted keys, two spaces)."""
+    return "".join(chunks(entries))
+
+
+def chunks(entries: Mapping[str, LockEntry], *, per_chunk: int = 1_000) -> Iterator[str]:
+    """`render`'s text a thousand entries at a time, so a lock of 100,000 skills is written
+    without its whole text in memory: what `json.dumps(..., indent=2, ensure_ascii=False)`
+    prints, written an entry at a time."""
     quoted = functools.partial(json.dumps, ensure_ascii=False)
-    parts = [f"    {quoted(name)}: {{\n"
-             f"      \"source\": {quoted(entry.source)},\n"
-             f"      \"sourceType\": {quoted(entry.source_type)},\n"
-             f"      \"computedHash\": {quoted(entry.computed_hash)}\n    }}"
-             for name, entry in sorted(entries.items(), key=lambda item: _js_key_order(item[0]))]
-    skills = "{\n" + ",\n".join(parts) + "\n  }" if parts else "{}"
-    return f'{{\n  "version": {VERSION},\n  "skills": {skills}\n}}\n'
+    names = sorted(entries, key=_js_key_order)
+    if not names:
+        yield f'{{\n  "version": {VERSION},\n  "skills": {{}}\n}}\n'
+        return
+    yield f'{{\n  "version": {VERSION},\n  "skills": {{\n'
+    for start in range(0, len(names), per_chunk):
+        parts = []
+        for name in names[start:start + per_chunk]:
+            entry = entries[name]
+            parts.append(f"    {quoted(name)}: {{\n"
+                         f"      \"source\": {quoted(entry.source)},\n"
+                         f"      \"sourceType\": {quoted(entry.source_type)},\n"
+                         f"      \"computedHash\": {quoted(entry.computed_hash)}\n    }}")
+        yield (",\n" if start else "") + ",\n".join(parts)
+    yield "\n  }\n}\n"
 
 
 def parse(text: str, *, source: str) -> dict[str, LockEntry]:
