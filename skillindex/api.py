@@ -803,17 +803,20 @@ class SkillIndex:
 
         A skill already in `previous` keeps its `source` and `sourceType` there.
         """
-        previous = previous or {}
+        return dict(self._lock_entries(previous or {}))
+
+    def _lock_entries(self, previous: Mapping[str, LockEntry]) -> Iterator[tuple[str, LockEntry]]:
         limit = self.settings.max_skill_bytes
-        return {winner.name: lockfile.entry_for(winner.candidate.real_path, cwd=self.env.cwd,
-                                                previous=previous.get(winner.name),
-                                                max_bytes=limit)
-                for winner in self.iter_winners(findings=False)}
+        for winner in self.iter_winners(findings=False):
+            yield winner.name, lockfile.entry_for(winner.candidate.real_path, cwd=self.env.cwd,
+                                                  previous=previous.get(winner.name),
+                                                  max_bytes=limit)
 
     def verify_lock(self, path: str | Path) -> list[LockDrift]:
-        """The catalog's winners against a lock file: skills added, removed or changed."""
+        """The catalog's winners against a lock file: skills added, removed or changed (each
+        folder hashed and compared as it comes, none of the new entries kept)."""
         locked = lockfile.read(Path(path))
-        return lockfile.compare(locked, self.lock(locked))
+        return lockfile.compare(locked, self._lock_entries(locked))
 
     @overload
     def audit(self, *, session: str | None = None, skill: str | None = None,

@@ -209,15 +209,23 @@ class LockDrift:
                 "current": self.current}
 
 
-def compare(locked: Mapping[str, LockEntry], current: Mapping[str, LockEntry]) -> list[LockDrift]:
-    """Skills added since the lock was written, removed from it, or whose folder changed."""
-    drift = [LockDrift(name, "added", None, current[name].computed_hash)
-             for name in current if name not in locked]
+def compare(locked: Mapping[str, LockEntry],
+            current: Mapping[str, LockEntry] | Iterable[tuple[str, LockEntry]],
+            ) -> list[LockDrift]:
+    """Skills added since the lock was written, removed from it, or whose folder changed.
+
+    `current` may be pairs as they are hashed: only the drift and the names seen are kept."""
+    drift: list[LockDrift] = []
+    seen: set[str] = set()
+    for name, entry in current.items() if isinstance(current, Mapping) else current:
+        seen.add(name)
+        old = locked.get(name)
+        if old is None:
+            drift.append(LockDrift(name, "added", None, entry.computed_hash))
+        elif old.computed_hash != entry.computed_hash:
+            drift.append(LockDrift(name, "changed", old.computed_hash, entry.computed_hash))
     drift += [LockDrift(name, "removed", locked[name].computed_hash, None)
-              for name in locked if name not in current]
-    drift += [LockDrift(name, "changed", locked[name].computed_hash, current[name].computed_hash)
-              for name in locked
-              if name in current and locked[name].computed_hash != current[name].computed_hash]
+              for name in locked if name not in seen]
     return sorted(drift, key=lambda item: (item.skill, item.problem))
 
 
