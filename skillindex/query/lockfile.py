@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skillindex.errors import ConfigError, FileReadError
 
@@ -177,7 +178,9 @@ def chunks(entries: Mapping[str, LockEntry], *, per_chunk: int = 1_000) -> Itera
 def parse(text: str, *, source: str) -> dict[str, LockEntry]:
     """The entries of a lock file; a file that is not one is a ConfigError naming it."""
     try:
-        document = json.loads(text)
+        # Entries become LockEntry values as they are decoded, not dictionaries first: a lock
+        # of 100,000 skills is held once.
+        document = json.loads(text, object_hook=_entry_of)
     except ValueError as exc:
         raise ConfigError(f"not a lock file: {exc}", source=source) from exc
     if not isinstance(document, dict) or not isinstance(document.get("skills"), dict):
@@ -186,13 +189,19 @@ def parse(text: str, *, source: str) -> dict[str, LockEntry]:
     if version != VERSION:
         raise ConfigError(f"lock file version {version!r}; this reads version {VERSION}",
                           source=source)
-    entries: dict[str, LockEntry] = {}
-    for name, entry in document["skills"].items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("computedHash"), str):
+    entries: dict[str, LockEntry] = document["skills"]
+    for name, entry in entries.items():
+        if not isinstance(entry, LockEntry):
             raise ConfigError(f"skill {name!r} has no computedHash", source=source)
-        entries[name] = LockEntry(str(entry.get("source", "")), str(entry.get("sourceType", "")),
-                                  entry["computedHash"])
     return entries
+
+
+def _entry_of(decoded: dict[str, Any]) -> Any:
+    """A decoded JSON object with a `computedHash` string as the entry it is, else as is."""
+    digest = decoded.get("computedHash")
+    if not isinstance(digest, str):
+        return decoded
+    return LockEntry(str(decoded.get("source", "")), str(decoded.get("sourceType", "")), digest)
 
 
 @dataclass(frozen=True, slots=True)
