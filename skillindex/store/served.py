@@ -31,7 +31,7 @@ _WINNER_FILE = text(
     "JOIN candidate c ON c.id = w.candidate_id "
     "JOIN root r ON r.id = c.root_id LEFT JOIN resource f ON f.candidate_id = c.id "
     "AND f.rel_path = :rel_path WHERE s.index_name = :index_name AND s.key = :key "
-    "AND w.name = :name ORDER BY w.ordinal LIMIT 1")
+    f"AND w.name = :name {sql.BY_NAME_FIRST}")
 _KEY = text("SELECT key FROM resolved_set WHERE id = :set_id")
 _COLUMNS = len(sql.CANDIDATE_COLUMNS.split(","))
 
