@@ -39,6 +39,7 @@ from skillindex.store.chain import since_of, stored_time
 from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of
 
 T = TypeVar("T")
+KeyOf = Callable[[fastpath.RootRuns], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,24 @@ def _winner(connection: Connection, here: _Here, roots: Sequence[RootSpec],
     candidate = candidate_of(row[2:], {})
     specs = {spec.path: spec for spec in roots}
     return place, rebase(candidate, specs.get(candidate.root)), expected
+
+
+def _from_stored_set(here: _Here, read: Callable[[Connection, list[str], KeyOf], T | None],
+                     ) -> tuple[T, Sequence[RootSpec]] | None:
+    """What `read` finds in the stored resolution of this directory's roots (given the
+    connection, the roots' paths and the resolution's key of their runs), with the roots;
+    None where no stored resolution applies: a root that quarantines, no index at this
+    schema, nothing stored for these roots and settings."""
+    roots = plan_roots(here.settings, here.env).roots
+    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+        return None  # what is withheld depends on approvals: never stored
+    rules = Rules.from_settings(here.settings)
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        found = read(connection, [str(spec.path) for spec in roots],
+                     lambda runs: set_key(runs, roots, rules))
+    return None if found is None else (found, roots)
 
 
 def _audited(connection: Connection, here: _Here, attempt: disclose.Attempt, *,
@@ -211,19 +230,11 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     here = _here(config, db, cwd, index)
     if here is None or not here.settings.enabled:
         return None
-    roots = plan_roots(here.settings, here.env).roots
-    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+    read = _from_stored_set(here, lambda connection, paths, key_of: fastpath.stored_listing(
+        connection, here.index_name, paths, key_of))
+    if read is None:
         return None
-    rules = Rules.from_settings(here.settings)
-    with fastpath.opened(here.path) as connection:
-        if connection is None:
-            return None
-        found = fastpath.stored_listing(connection, here.index_name,
-                                        [str(spec.path) for spec in roots],
-                                        lambda runs: set_key(runs, roots, rules))
-    if found is None:
-        return None
-    rows, stored_roots, findings, collisions, scans = found
+    (rows, stored_roots, findings, collisions, scans), roots = read
     codes: dict[int, set[tuple[bool, str]]] = {}
     for cid, code, severity in findings:
         codes.setdefault(cid, set()).add((severity != "error", code))
@@ -254,18 +265,11 @@ def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
         words = terms(query)
     except SkillIndexError:
         return None
-    roots = plan_roots(here.settings, here.env).roots
-    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+    read = _from_stored_set(here, lambda connection, paths, key_of: fastpath.stored_search(
+        connection, here.index_name, paths, key_of, words, limit))
+    if read is None:
         return None
-    rules = Rules.from_settings(here.settings)
-    with fastpath.opened(here.path) as connection:
-        if connection is None:
-            return None
-        found = fastpath.stored_search(connection, here.index_name,
-                                       [str(spec.path) for spec in roots],
-                                       lambda runs: set_key(runs, roots, rules), words, limit)
-    if found is None:
-        return None
+    found, roots = read
     specs = {spec.path: spec for spec in roots}
     cache: RootCache = {}
     hits = []

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from skillindex import model
 from skillindex.store import fts, sql
@@ -21,6 +21,7 @@ from skillindex.store.revision import HEAD
 from skillindex.store.rows import manifest_file_of, scans_of
 
 RootRuns = list[tuple[str, int]]
+T = TypeVar("T")
 Found = tuple[int, Any, model.ManifestFile | None]  # place, winner row, manifest row
 
 
@@ -88,34 +89,42 @@ def _set_id(connection: sqlite3.Connection, index_name: str, roots: Sequence[str
     return None if found is None else int(found[0])
 
 
+def _in_stored_set(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                   key_of: Callable[[RootRuns], str], read: Callable[[int], T | None]) -> T | None:
+    """`read(set_id)` of the stored resolution of these roots as the index is now, in one read
+    transaction (so every answer is of one state of the index); None when no resolution is
+    stored for them, or the database fails."""
+    try:
+        connection.execute("BEGIN")
+        try:
+            set_id = _set_id(connection, index_name, roots, key_of)
+            return None if set_id is None else read(set_id)
+        finally:
+            connection.execute("COMMIT")
+    except sqlite3.Error:
+        return None
+
+
 def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                   key_of: Callable[[RootRuns], str],
                   wanted: Sequence[tuple[str, str]]) -> Found | None:
     """The first of the `wanted` (name, file) the stored resolution of these roots has a winner
     for: its place in `wanted`, its row (`sql.WINNER_BY_NAME`) and the file's manifest row.
 
-    One read transaction, so the three answers are of one state of the index; None when no
-    resolution is stored for the roots as they are now, no name wins, or the database fails.
+    None when no resolution is stored for the roots as they are now, no name wins, or the
+    database fails.
     """
-    try:
-        connection.execute("BEGIN")
-        try:
-            set_id = _set_id(connection, index_name, roots, key_of)
-            if set_id is None:
-                return None
-            for place, (name, rel_path) in enumerate(wanted):
-                row = connection.execute(
-                    sql.WINNER_BY_NAME, {"set_id": set_id, "name": name}).fetchone()
-                if row is not None:
-                    expected = connection.execute(
-                        sql.MANIFEST_FILE,
-                        {"candidate_id": row[2], "rel_path": rel_path}).fetchone()
-                    return place, row, manifest_file_of(expected)
-            return None
-        finally:
-            connection.execute("COMMIT")
-    except sqlite3.Error:
+    def read(set_id: int) -> Found | None:
+        for place, (name, rel_path) in enumerate(wanted):
+            row = connection.execute(
+                sql.WINNER_BY_NAME, {"set_id": set_id, "name": name}).fetchone()
+            if row is not None:
+                expected = connection.execute(
+                    sql.MANIFEST_FILE, {"candidate_id": row[2], "rel_path": rel_path}).fetchone()
+                return place, row, manifest_file_of(expected)
         return None
+
+    return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
 Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
@@ -128,25 +137,18 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
     `sql.LISTING_FINDINGS`, the collisions and the roots' last scans (`sql.ROOT_SCANS`), of one
     state of the index; None when no resolution is stored for the roots as they are now, or
     the database fails."""
-    try:
-        connection.execute("BEGIN")
-        try:
-            set_id = _set_id(connection, index_name, roots, key_of)
-            if set_id is None:
-                return None
-            where = {"set_id": set_id}
-            rows = connection.execute(sql.LISTING, where).fetchall()
-            stored_roots = {row[0]: row[1:] for row in connection.execute(
-                sql.LISTING_ROOTS, {"index_name": index_name})}
-            findings = connection.execute(sql.LISTING_FINDINGS, where).fetchall()
-            collisions = [text for (text,) in connection.execute(sql.COLLISIONS, where)]
-            statement, params = sql.root_scans(roots)
-            scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
-            return rows, stored_roots, findings, collisions, scans
-        finally:
-            connection.execute("COMMIT")
-    except sqlite3.Error:
-        return None
+    def read(set_id: int) -> Listed:
+        where = {"set_id": set_id}
+        rows = connection.execute(sql.LISTING, where).fetchall()
+        stored_roots = {row[0]: row[1:] for row in connection.execute(
+            sql.LISTING_ROOTS, {"index_name": index_name})}
+        findings = connection.execute(sql.LISTING_FINDINGS, where).fetchall()
+        collisions = [text for (text,) in connection.execute(sql.COLLISIONS, where)]
+        statement, params = sql.root_scans(roots)
+        scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
+        return rows, stored_roots, findings, collisions, scans
+
+    return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
 def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
@@ -158,30 +160,23 @@ def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequen
     def run(statement: str, params: dict[str, Any]) -> Iterable[Sequence[Any]]:
         return connection.execute(statement, params)
 
-    try:
-        connection.execute("BEGIN")
-        try:
-            set_id = _set_id(connection, index_name, roots, key_of)
-            if set_id is None:
-                return None
-            wanted = limit * 2 + 8  # room for matches that are not winners
-            while True:
-                matches = fts.matches(run, index_name, roots, terms, limit=wanted,
-                                      weights=fts.DEFAULT_WEIGHTS, budget=fts.MATCH_BUDGET)
-                ids = ", ".join(str(match.candidate_id) for match in matches) or "NULL"
-                won: dict[int, list[Any]] = {}
-                for row in connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
-                                              {"set_id": set_id}):
-                    won.setdefault(row[0], []).append(row)
-                hits = [(match.score, row) for match in matches
-                        for row in won.get(match.candidate_id, ())]
-                if len(hits) >= limit or len(matches) < wanted:
-                    return hits[:limit]
-                wanted *= 4
-        finally:
-            connection.execute("COMMIT")
-    except sqlite3.Error:
-        return None
+    def read(set_id: int) -> list[tuple[float, Any]]:
+        wanted = limit * 2 + 8  # room for matches that are not winners
+        while True:
+            matches = fts.matches(run, index_name, roots, terms, limit=wanted,
+                                  weights=fts.DEFAULT_WEIGHTS, budget=fts.MATCH_BUDGET)
+            ids = ", ".join(str(match.candidate_id) for match in matches) or "NULL"
+            won: dict[int, list[Any]] = {}
+            for row in connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
+                                          {"set_id": set_id}):
+                won.setdefault(row[0], []).append(row)
+            hits = [(match.score, row) for match in matches
+                    for row in won.get(match.candidate_id, ())]
+            if len(hits) >= limit or len(matches) < wanted:
+                return hits[:limit]
+            wanted *= 4
+
+    return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
 def append_event(connection: sqlite3.Connection, index_name: str,
