@@ -203,9 +203,9 @@ def test_text_written_by_an_older_version_is_escaped_too(tree: Path, tmp_path: P
     human("explain", "missing\x1b]0;x\x07", code=3)
 
 
-# Output the CLI prints exactly as it is: data handed on (a file, a /skill: message, a lock file,
-# a migration revision) or text escaped already on the line itself.
-EXACT = {"found.data", "message.message", "text", "current or '(empty database)'"}
+# Output the CLI prints exactly as it is: data handed on (a file, a /skill: message, a lock file
+# a chunk at a time, a migration revision) or text escaped already on the line itself.
+EXACT = {"found.data", "message.message", "chunk", "current or '(empty database)'"}
 
 
 def test_every_command_prints_through_the_escaping_helpers() -> None:
