@@ -290,7 +290,8 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
             if f"{prefix}_{client}start_s" in result:
                 out[f"{label} start-up ({client or 'sdk_'}client) / import mcp.server"] = (
                     result[f"{prefix}_{client}start_s"] / result[f"{prefix}_import_floor_s"])
-        if f"{prefix}_raw_server_cpu_start_s" in result:
+        if (f"{prefix}_raw_server_cpu_start_s" in result
+                and result.get(f"{prefix}_import_floor_cpu_s")):
             out[f"{label} start-up CPU / import mcp.server CPU"] = (
                 result[f"{prefix}_raw_server_cpu_start_s"]
                 / result[f"{prefix}_import_floor_cpu_s"])
@@ -298,7 +299,8 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         for figure in ("start", "list_all", "read", "server_cpu_start", "server_cpu_list_all",
                        "server_cpu_read"):
             ours, theirs = f"mcp_{client}{figure}_s", f"agentskills_{client}{figure}_s"
-            if ours in result and theirs in result:
+            # CPU is counted in clock ticks (10 ms): a figure below one tick has no ratio.
+            if ours in result and result.get(theirs):
                 out[f"serve / agentskills-mcp-server, {figure} ({client or 'sdk_'}client)"] = (
                     result[ours] / result[theirs])
     return out
