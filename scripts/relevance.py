@@ -13,7 +13,7 @@ from typing import Any
 
 import xxhash
 
-from skillindex.index import frontmatter
+from skillindex.index import skillmd
 
 QUERY_WORDS = 6
 DEPTH = 20  # ranks past this count as misses (MRR@20)
@@ -40,7 +40,7 @@ def load_skills(winners: Sequence[Any]) -> list[Skill]:
     skills = []
     for winner in winners:
         path = Path(winner.candidate.path)
-        split = frontmatter.split(frontmatter.decode(path.read_bytes()))  # type: ignore[arg-type]
+        split = skillmd.split(skillmd.decode(path.read_bytes()))  # type: ignore[arg-type]
         body = split[1] if isinstance(split, tuple) else ""
         skills.append(Skill(winner.name, winner.candidate.description or "", str(path), body))
     return skills

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from skillindex.index import frontmatter
-from skillindex.index.frontmatter import MAX_YAML_NODES, parse, split
+from skillindex.index.frontmatter import MAX_YAML_NODES, parse
+from skillindex.index.skillmd import split
 
 
 def codes(result: frontmatter.Frontmatter) -> list[str]:

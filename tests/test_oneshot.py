@@ -361,7 +361,7 @@ IMPORTS = textwrap.dedent("""
         main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic"))
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic", "yaml"))
     print(code, " ".join(loaded), file=sys.stderr)
 """)
 

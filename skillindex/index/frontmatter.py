@@ -1,4 +1,4 @@
-"""Splits SKILL.md into frontmatter and body and parses the frontmatter safely (no tags run)."""
+"""Parses the frontmatter of SKILL.md safely (no tags run); index/skillmd.py splits it off."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from skillindex.index.skillmd import decode, split
+from skillindex.index.skillmd import error as _error
 from skillindex.model import Finding, Severity
 
 # A frontmatter block larger than this is not metadata; refusing it bounds parse time and memory.
@@ -54,54 +56,6 @@ class _Budget:
         self.events -= events
         if self.events < 0:
             raise _TooLarge(f"frontmatter holds more than {MAX_YAML_EVENTS // 2} YAML values")
-
-
-def _error(code: str, message: str) -> Finding:
-    return Finding(code, Severity.ERROR, message)
-
-
-def decode(data: bytes) -> str | Finding:
-    """UTF-8 with an optional BOM; CRLF and lone CR become LF."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _error("not-utf8", f"SKILL.md is not valid UTF-8 (byte {exc.start})")
-    text = text.removeprefix("\ufeff")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
-
-
-def split(text: str) -> tuple[str, str] | Finding:
-    """Return (frontmatter, body); the frontmatter sits between two lines holding only `---`."""
-    first, sep, rest = text.partition("\n")
-    if first.rstrip() != "---":
-        return _error("frontmatter-missing",
-                      "SKILL.md does not start with a '---' frontmatter line")
-    if not sep:
-        return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
-    # Only lines starting with `---` are looked at, each once: linear however long the text.
-    start = 0 if rest.startswith("---") else rest.find("\n---") + 1
-    while start > 0 or rest.startswith("---"):
-        end = rest.find("\n", start)
-        line = rest[start:] if end < 0 else rest[start:end]
-        if line.rstrip() == "---":
-            return rest[:start], ("" if end < 0 else rest[end + 1:])
-        if end < 0:
-            break
-        start = rest.find("\n---", end) + 1
-        if start == 0:
-            break
-    return _error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
-
-
-def body_of(data: bytes) -> str | None:
-    """The Markdown body of a SKILL.md, or None when it has no well-formed frontmatter."""
-    text = decode(data)
-    if isinstance(text, Finding):
-        return None
-    parts = split(text)
-    return None if isinstance(parts, Finding) else parts[1]
 
 
 def _measure(root: yaml.Node) -> tuple[int, int, int]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillindex.index import risk
-from skillindex.index.frontmatter import Frontmatter
 from skillindex.model import Finding, RootSpec, Severity, Status, Validation
+
+if TYPE_CHECKING:  # PyYAML costs a one-shot command 20 ms to import; the root planner's
+    # `unsafe_name` needs none of it.
+    from skillindex.index.frontmatter import Frontmatter
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024

@@ -23,7 +23,7 @@ from skillindex.errors import (
     TooLargeError,
     UnindexedFileError,
 )
-from skillindex.index import frontmatter, hashing
+from skillindex.index import hashing, skillmd
 from skillindex.index.skilldir import ENTRY, is_text, realpath, shown_name, skill_files
 from skillindex.model import (
     AuditRecord,
@@ -409,7 +409,7 @@ def _read_at_most(handle: RawIOBase, count: int) -> bytes:
 
 
 def _body(data: bytes, *, skill: str) -> str:
-    body = frontmatter.body_of(data)
+    body = skillmd.body_of(data)
     if body is None:
         # Only an accepted SKILL.md is indexed for reading, and these are its indexed bytes.
         raise ModifiedFileError(f"SKILL.md of skill {skill} has no frontmatter", skill=skill,
