@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, repeat
+from itertools import chain, repeat, takewhile
 from typing import Any, Literal
 
 from skillindex import text as escape
@@ -197,15 +197,9 @@ def describable(items: Iterable[tuple[str, str]], *, max_chars: int, fmt: Format
     lengthens an entry. Past it, `build` and `build_ranked` show names only or nothing, pinned
     skills excepted; so the descriptions of 100,000 skills need not be read for 100 shown."""
     renderer = _Renderer(fmt)
-    head, between, tail = renderer.frame()
-    used = len(head) + len(tail) - len(between)
-    count = 0
-    for name, location in items:
-        used += len(between) + len(renderer.entry(CatalogEntry(name, "", location)))
-        if used > max_chars:
-            break
-        count += 1
-    return count
+    names_only = (CatalogEntry(name, "", location) for name, location in items)
+    return sum(1 for _ in takewhile(lambda size: size <= max_chars,
+                                    _sizes(renderer, names_only)))
 
 
 def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
@@ -265,16 +259,19 @@ def _with_cap(items: Iterable[CatalogItem], cap: int) -> Iterator[CatalogEntry]:
                            truncated=description != item.description)
 
 
-def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
-    """Whether the rendered entries fit, measured without rendering them all: the sum stops
-    as soon as it is over (no entries render as nothing, which always fits)."""
+def _sizes(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> Iterator[int]:
+    """The length of the catalog of the first entry, of the first two, and so on: summed as
+    the entries come, so a caller may stop once over its budget without rendering the rest."""
     head, between, tail = renderer.frame()
     used = len(head) + len(tail) - len(between)
     for entry in entries:
         used += len(between) + len(renderer.entry(entry))
-        if used > max_chars:
-            return False
-    return True
+        yield used
+
+
+def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
+    """Whether the rendered entries fit (no entries render as nothing, which always fits)."""
+    return all(size <= max_chars for size in _sizes(renderer, entries))
 
 
 def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
