@@ -15,7 +15,7 @@ from skillindex.cli import cli
 from skillindex.config import Environment, Settings
 from skillindex.errors import SearchQueryError
 from skillindex.model import RiskPolicy
-from skillindex.store import migrate
+from skillindex.store import fts, migrate
 from skillindex.store import search as store_search
 from skillindex.store.engine import make_engine
 from tests.conftest import OpenIndex, isolate_cli, root_settings, write_skill
@@ -240,7 +240,7 @@ def test_common_words_score_only_the_first_matches(env: Environment, tmp_path: P
 
 def test_a_search_of_common_words_still_fills_its_limit(
         env: Environment, tmp_path: Path, crowd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_search, "MATCH_BUDGET", 4)
+    monkeypatch.setattr(fts, "MATCH_BUDGET", 4)
     with _sqlite_index(tmp_path, env, crowd) as index:
         assert len(_names(index, "common words", limit=3)) == 3
         assert len(index.catalog(query="common words").entries) == 13

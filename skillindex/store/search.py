@@ -13,9 +13,6 @@ from sqlalchemy.orm import Session
 from skillindex.model import SearchMatch
 from skillindex.store import fts
 
-Weights = fts.Weights
-DEFAULT_WEIGHTS = fts.DEFAULT_WEIGHTS
-MATCH_BUDGET = fts.MATCH_BUDGET  # SQLite's (see store/fts.py), read at each search
 # ts_rank's weights run {D, C, B, A}; the vector holds name as A, description B, the rest C.
 # Normalization 1 divides by 1 + log(document length), so a long text does not win by size.
 _POSTGRESQL = """
@@ -37,20 +34,20 @@ def _postgresql() -> TextClause:
 
 
 def matches(session: Session, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
-            limit: int | None, weights: Weights | None = None,
+            limit: int | None, weights: fts.Weights | None = None,
             budget: int | None = None) -> list[SearchMatch]:
     """The accepted candidates of these roots matching any of the terms,
     best first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
     if not terms or not paths:
         return []
-    weights = weights or DEFAULT_WEIGHTS
+    weights = weights or fts.DEFAULT_WEIGHTS
     dialect = session.get_bind().dialect.name
     if dialect == "sqlite":
         def run(statement: str, params: dict[str, Any]) -> Iterable[Sequence[Any]]:
             return session.execute(text(statement), params)
 
         return fts.matches(run, index_name, paths, terms, limit=limit, weights=weights,
-                           budget=MATCH_BUDGET if budget is None else budget)
+                           budget=fts.MATCH_BUDGET if budget is None else budget)
     if dialect != "postgresql":
         raise NotImplementedError(f"full-text search is not available on {dialect}")
     params: dict[str, object] = {
