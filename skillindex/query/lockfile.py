@@ -219,14 +219,14 @@ class LockDrift:
 
 
 def compare(locked: Mapping[str, LockEntry],
-            current: Mapping[str, LockEntry] | Iterable[tuple[str, LockEntry]],
-            ) -> list[LockDrift]:
+            current: Iterable[tuple[str, LockEntry]]) -> list[LockDrift]:
     """Skills added since the lock was written, removed from it, or whose folder changed.
 
-    `current` may be pairs as they are hashed: only the drift and the names seen are kept."""
+    `current` is (name, entry) pairs as they are hashed: only the drift and the names seen
+    are kept."""
     drift: list[LockDrift] = []
     seen: set[str] = set()
-    for name, entry in current.items() if isinstance(current, Mapping) else current:
+    for name, entry in current:
         seen.add(name)
         old = locked.get(name)
         if old is None:
