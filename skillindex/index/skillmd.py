@@ -30,7 +30,7 @@ def split(text: str) -> tuple[str, str] | Finding:
     first, sep, rest = text.partition("\n")
     if first.rstrip() != "---":
         return error("frontmatter-missing",
-                      "SKILL.md does not start with a '---' frontmatter line")
+                     "SKILL.md does not start with a '---' frontmatter line")
     if not sep:
         return error("frontmatter-unclosed", "frontmatter is never closed by a '---' line")
     # Only lines starting with `---` are looked at, each once: linear however long the text.

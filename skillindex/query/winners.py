@@ -18,7 +18,6 @@ from skillindex.query.resolve import Collision, Rules, Winner, set_key
 from skillindex.store import queries, resolved
 from skillindex.store.rows import RootCache, candidate_of
 
-PAGE = 2_000
 # id, name, enabled, root, SKILL.md, real directory (None where no other row shares it)
 Row = tuple[int, str, bool, str, str, str | None]
 Materialized = tuple[str, int, str | None]  # catalog name, candidate id, collision JSON
@@ -116,12 +115,8 @@ def _candidate(row: Row, specs: dict[str, RootSpec]) -> Candidate:
     path = Path(skill)
     return Candidate(name=name, description=None, path=path, directory=path.parent,
                      real_path=path.parent if real is None else Path(real), root=spec.path,
-                     scope=spec.scope,
-                     provider=spec.provider, precedence=spec.precedence, position=spec.position,
-                     status=Status.ACCEPTED, enabled=enabled, id=cid)
-
-
-collision_of = resolve.stored_collision
+                     scope=spec.scope, provider=spec.provider, precedence=spec.precedence,
+                     position=spec.position, status=Status.ACCEPTED, enabled=enabled, id=cid)
 
 
 class Reader:
@@ -137,7 +132,7 @@ class Reader:
                 findings: tuple[Finding, ...] = ()) -> Winner:
         candidate = candidate_of(columns, self._roots, findings)
         candidate = resolve.rebase(candidate, self.specs.get(candidate.root))
-        return Winner(name, candidate, collision_of(collision))
+        return Winner(name, candidate, resolve.stored_collision(collision))
 
     def winner(self, name: str) -> Winner | None:
         row = resolved.winner_row(self.session, self.set_id, name)
@@ -149,7 +144,7 @@ class Reader:
         """Every winner in catalog order, a page at a time (memory stays flat)."""
         after = 0
         while True:
-            page = resolved.winners_page(self.session, self.set_id, after, PAGE)
+            page = resolved.winners_page(self.session, self.set_id, after, resolved.PAGE)
             if not page:
                 return
             found = (queries.findings_of(self.session, [row[3] for row in page])
@@ -161,7 +156,7 @@ class Reader:
     def collisions(self) -> list[Collision]:
         seen: dict[str, Collision] = {}
         for text in resolved.collisions(self.session, self.set_id):
-            collision = collision_of(text)
+            collision = resolve.stored_collision(text)
             if collision is not None:
                 seen.setdefault(collision.name, collision)
         return list(seen.values())
