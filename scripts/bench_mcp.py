@@ -175,7 +175,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def peak_kib(pid: int) -> int:
+def vmhwm_kib(pid: int) -> int:
     """A process's peak resident memory so far (VmHWM)."""
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines()
@@ -229,7 +229,7 @@ def measure_raw(command: list[str], *, repeat: int, cwd: Path) -> dict[str, Any]
                 session.call("resources/read", {"uri": uri})
                 reads.append(time.perf_counter() - began)
             cpu["read"] = (cpu_seconds(process.pid) - before) / count
-            peak_mb = peak_kib(process.pid) / 1024
+            peak_mb = vmhwm_kib(process.pid) / 1024
         finally:
             assert process.stdin is not None
             process.stdin.close()

@@ -9,7 +9,6 @@ every command alone at N skills (a tree of 100,000 takes a while to generate and
 from __future__ import annotations
 
 import json
-import os
 import select
 import signal
 import statistics
@@ -82,11 +81,6 @@ def first_catalog(index: Any, touch: Callable[[], object], repeat: int) -> dict[
             "cached_catalog_s": statistics.median(cached)}
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
           idle_seconds: float = 5.0) -> dict[str, float]:
     """Time from a write to the change being in the catalog under `skillindex watch`, and the
@@ -96,6 +90,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
     except ImportError:
         print("watchfiles is not installed: the watcher is not measured", file=sys.stderr)
         return {}
+    from scripts.bench_mcp import cpu_seconds
     from skillindex import SkillIndex
 
     # Unbuffered: select() must see every pass line that has not been read yet.
@@ -110,14 +105,14 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
         # once a second of it costs under 2% of a core, and the time that took is reported.
         began = time.perf_counter()
         while time.perf_counter() - began < 300:
-            before = _cpu_seconds(watcher.pid)
+            before = cpu_seconds(watcher.pid)
             time.sleep(1)
-            if _cpu_seconds(watcher.pid) - before < 0.02:
+            if cpu_seconds(watcher.pid) - before < 0.02:
                 break
         settled = time.perf_counter() - began
-        before = _cpu_seconds(watcher.pid)
+        before = cpu_seconds(watcher.pid)
         time.sleep(idle_seconds)
-        idle = (_cpu_seconds(watcher.pid) - before) / idle_seconds
+        idle = (cpu_seconds(watcher.pid) - before) / idle_seconds
         original = skill_md.read_text()
         with SkillIndex.open(config, db=str(db), cwd=cwd) as index:
             for number in range(repeat):
