@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner, Result
 
-from skillindex.cli import cli
+from skillindex.cli import cli, common
 from skillindex.store import migrate
 from tests.conftest import isolate_cli, write_skill
 
@@ -111,7 +114,10 @@ def test_an_unusable_database_is_an_error_line(setup: Path) -> None:
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         found.append((*prefix, name))
         if isinstance(command, click.Group):
             found.extend(_commands(command, (*prefix, name)))
@@ -163,3 +169,23 @@ def test_context_needs_no_database(setup: Path) -> None:
     result = run("context", "--json")
     assert [item["name"] for item in json.loads(result.stdout)] == ["XCSH.md"]
     assert not (setup / "cli.sqlite").exists()
+
+
+def test_each_command_is_loaded_from_the_module_that_defines_it() -> None:
+    # The group imports a command's module when the command is looked up: a name missing from
+    # COMMAND_MODULES would be "No such command", a wrong module a command that loads another's.
+    for module in sorted(Path(common.__file__).parent.glob("*.py")):
+        importlib.import_module(f"skillindex.cli.{module.stem}")
+    defined = {name: command.callback.__module__ for name, command in cli.commands.items()
+               if command.callback is not None}
+    assert defined == {name: f"skillindex.cli.{module}"
+                       for name, module in common.COMMAND_MODULES.items()}
+
+
+def test_a_one_shot_command_imports_only_its_own_module() -> None:
+    code = ("import sys; from skillindex.cli import main\n"
+            "try:\n    main(['list', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('skillindex.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()[-1]
+    assert out == str(["skillindex.cli.common", "skillindex.cli.index"])

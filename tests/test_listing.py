@@ -24,10 +24,10 @@ from tests.test_oneshot import setup as setup  # noqa: PLC0414 (the fixture)
 def full_listing(setup: Setup) -> oneshot.Listing:
     """What the library says `list` prints."""
     with setup.full() as index:
-        rows: list[list[object]] = [
-            [w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
-             finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
-        return oneshot.Listing(rows, [c.name for c in index.collisions()], index.staleness())
+        rows = [[w.name, w.candidate.scope, w.candidate.provider, str(w.candidate.precedence),
+                 finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
+        return oneshot.Listing(list(zip(*rows, strict=True)),
+                               [c.name for c in index.collisions()], index.staleness())
 
 
 def quick_listing(setup: Setup) -> oneshot.Listing | None:
@@ -36,8 +36,8 @@ def quick_listing(setup: Setup) -> oneshot.Listing | None:
 
 def same(quick: oneshot.Listing | None, full: oneshot.Listing) -> None:
     assert quick is not None
-    assert [[str(cell) for cell in row] for row in quick.rows] == [
-        [str(cell) for cell in row] for row in full.rows]
+    assert [list(map(str, column)) for column in quick.columns] == [
+        list(map(str, column)) for column in full.columns]
     assert (quick.collisions, quick.note) == (full.collisions, full.note)
 
 
@@ -48,7 +48,7 @@ def test_the_listing_is_the_full_paths(setup: Setup) -> None:
     with setup.full() as index:
         index.reindex()
     full = full_listing(setup)
-    assert full.collisions == ["alpha"] and any(row[4] != "-" for row in full.rows)
+    assert full.collisions == ["alpha"] and any(code != "-" for code in full.columns[4])
     same(quick_listing(setup), full)
 
 
@@ -67,7 +67,7 @@ def test_a_changed_precedence_is_shown_as_planned(setup: Setup) -> None:
         index.reindex()
     full = full_listing(setup)
     same(quick_listing(setup), full)
-    assert any(row[3] == 30 for row in full.rows)
+    assert "30" in full.columns[3]
 
 
 @pytest.mark.parametrize("change", ["quarantine", "disabled", "unindexed"])

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Importing the command modules registers their commands on the group.
-from skillindex.cli import catalog, db, disclose, index, search, serve, trust, watch
+# The command modules register their commands on the group when a command is looked up
+# (`common.COMMAND_MODULES`): a one-shot command imports only its own.
 from skillindex.cli.common import cli
 
-__all__ = ["catalog", "cli", "db", "disclose", "index", "main", "search", "serve", "trust",
-           "watch"]
+__all__ = ["cli", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

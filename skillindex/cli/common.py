@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import gc
+import importlib
 import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from itertools import repeat
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
@@ -112,7 +116,7 @@ class _Group(click.Group):
     """
 
     command_class = _Command
-    group_class = type  # subgroups are of this class too
+    group_class: type[click.Group] | type[type] = type  # subgroups are of this class too
 
     def get_short_help_str(self, limit: int = 45) -> str:
         return _summary(self)
@@ -168,6 +172,32 @@ class _Group(click.Group):
                  EXIT_ERROR)
 
 
+# The module that defines each command. A command's module is imported when the command runs
+# (or help lists it), so `skillindex list` loads neither the lock code nor the server's.
+COMMAND_MODULES = {
+    "audit": "disclose", "candidates": "index", "catalog": "catalog", "command": "disclose",
+    "context": "index", "db": "db", "explain": "index", "list": "index", "lock": "trust",
+    "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
+    "roots": "index", "search": "search", "serve": "serve", "trust": "trust",
+    "verify": "disclose", "watch": "watch",
+}
+
+
+class _Main(_Group):
+    """The top-level group, whose commands are loaded on demand (`COMMAND_MODULES`)."""
+
+    group_class = _Group
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES.keys() | self.commands.keys())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"skillindex.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
+
 def _debug(ctx: click.Context) -> bool:
     return bool(ctx.params.get("debug")) or "--debug" in sys.argv
 
@@ -211,7 +241,7 @@ def _not_empty(_ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", metavar="PATH", help="Settings file (else $SKILLINDEX_CONFIG, else "
               "$XDG_CONFIG_HOME/skillindex/config.toml).")
 @click.option("--db", metavar="URL", callback=_not_empty,
@@ -240,26 +270,45 @@ def count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    if not rows:
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused: tens of thousands of rows read and laid out (which
+    form no cycles) would otherwise start it again and again, for a sixth of `list`'s time."""
+    if not gc.isenabled():
+        yield
         return
-    columns = [[cell if type(cell) is str else str(cell) for cell in column]
-               for column in zip(*rows, strict=True)]
-    # A column whose cells are all printable (the common case, decided in C over the column
-    # at once) needs no escaping cell by cell.
-    columns = [column if " ".join(column).isprintable()
-               else [escape.terminal(cell) for cell in column] for column in columns]
-    widths = [max(len(header), *map(len, column)) for header, column in zip(headers, columns,
-                                                                           strict=True)]
-    widths[-1] = 0
-    line = "  ".join(f"{{:<{width}}}" for width in widths)
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    if rows:
+        column_table(headers, list(zip(*rows, strict=True)))
+
+
+def column_table(headers: Sequence[str], columns: Sequence[Sequence[object]]) -> None:
+    """A table given a column at a time, each cell padded to its column's width; the last
+    column is not padded. For tens of thousands of rows every step runs over a whole column
+    in C: a Python step per cell costs more than everything else `list` does."""
+    if not columns or not columns[0]:
+        return
+    texts = [cast("Sequence[str]", column) if set(map(type, column)) == {str}
+             else list(map(str, column)) for column in columns]
+    # A column whose cells are all printable (the common case, decided at once) needs no
+    # escaping cell by cell.
+    texts = [column if " ".join(column).isprintable() else list(map(escape.terminal, column))
+             for column in texts]
+    widths = [max(len(header), *map(len, column))
+              for header, column in zip(headers[:-1], texts, strict=False)]
+    line = "  ".join([*(f"{{:<{width}}}" for width in widths), "{}"])
     click.echo(line.format(*(header.upper() for header in headers)).rstrip())
-    # Padded a column at a time and joined a row at a time, both in C: for tens of thousands
-    # of rows a format call per line costs more than everything else `list` does.
-    padded = [[cell.ljust(width) for cell in column] if width else column
-              for width, column in zip(widths, columns, strict=True)]
+    padded = [*(list(map(str.ljust, column, repeat(width)))
+                for width, column in zip(widths, texts, strict=False)), texts[-1]]
     lines = list(map("  ".join, zip(*padded, strict=True)))
-    if not all(columns[-1]):  # an empty last cell leaves the padding before it
+    if not all(texts[-1]):  # an empty last cell leaves the padding before it
         lines = [text.rstrip() for text in lines]
     # A thousand lines a write: one write a line costs more than formatting the line.
     for start in range(0, len(lines), 1000):

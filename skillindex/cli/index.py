@@ -12,12 +12,15 @@ import click
 
 from skillindex import text as escape
 from skillindex.cli.common import (
+    Options,
     candidate_table,
     cli,
+    column_table,
     count,
     echo,
     finding_codes,
     json_option,
+    no_cycle_collection,
     options_of,
     print_json,
     print_json_array,
@@ -314,6 +317,11 @@ def list_(ctx: click.Context, as_json: bool) -> None:
       skillindex --json list
     """
     options = options_of(ctx, as_json)
+    with no_cycle_collection():
+        _list(options)
+
+
+def _list(options: Options) -> None:
     found = None
     if not options.json:
         # A migrated SQLite index lists its stored winners without SQLAlchemy.
@@ -322,7 +330,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         found = oneshot.listing(options.config, db=options.db, cwd=options.cwd,
                                 index=options.index)
     if found is not None:
-        rows, names, note = found.rows, found.collisions, found.note
+        columns, names, note = found.columns, found.collisions, found.note
     else:
         with options.open() as index:
             if options.json:
@@ -330,16 +338,18 @@ def list_(ctx: click.Context, as_json: bool) -> None:
                 return
             rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
                      finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
+            columns = list(zip(*rows, strict=True))
             names = [c.name for c in index.collisions()]
             note = index.staleness()
-    if not rows and note:
+    empty = not any(columns)
+    if empty and note:
         echo(f"no skills in the catalog: {note}")
         note = None
-    elif not rows:
+    elif empty:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
              "`skillindex explain NAME` why a skill is left out")
     else:
-        table(["name", "scope", "provider", "prec", "warnings", "path"], rows)
+        column_table(["name", "scope", "provider", "prec", "warnings", "path"], columns)
     if names:
         # One line, however many: each collision is data (`--json`: collision), and explain
         # tells the whole story of a name.

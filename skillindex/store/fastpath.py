@@ -134,19 +134,20 @@ Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
 def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                    key_of: Callable[[RootRuns], str]) -> Listed | None:
     """The rows of `sql.LISTING`, their roots by id (`sql.LISTING_ROOTS`), the rows of
-    `sql.LISTING_FINDINGS`, the collisions and the roots' last scans (`sql.ROOT_SCANS`), of one
-    state of the index; None when no resolution is stored for the roots as they are now, or
-    the database fails."""
+    `sql.LISTING_FINDINGS`, the names in collision (once each) and the roots' last scans
+    (`sql.ROOT_SCANS`), of one state of the index; None when no resolution is stored for the
+    roots as they are now, or the database fails."""
     def read(set_id: int) -> Listed:
         where = {"set_id": set_id}
         rows = connection.execute(sql.LISTING, where).fetchall()
         stored_roots = {row[0]: row[1:] for row in connection.execute(
             sql.LISTING_ROOTS, {"index_name": index_name})}
         findings = connection.execute(sql.LISTING_FINDINGS, where).fetchall()
-        collisions = [text for (text,) in connection.execute(sql.COLLISIONS, where)]
+        collided = list(dict.fromkeys(name for (name,) in connection.execute(
+            sql.COLLIDED_NAMES, where)))
         statement, params = sql.root_scans(roots)
         scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
-        return rows, stored_roots, findings, collisions, scans
+        return rows, stored_roots, findings, collided, scans
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
 

@@ -65,6 +65,9 @@ ROOT_SCANS = (
     "WHERE r.index_name = :index_name AND r.path IN ({paths})")
 COLLISIONS = ("SELECT collision FROM resolved_winner WHERE set_id = :set_id "
               "AND collision IS NOT NULL ORDER BY ordinal")
+# The names of those collisions (SQLite's JSON functions: the listing needs nothing else).
+COLLIDED_NAMES = ("SELECT json_extract(collision, '$.name') FROM resolved_winner "
+                  "WHERE set_id = :set_id AND collision IS NOT NULL ORDER BY ordinal")
 MANIFEST_FILE = ("SELECT rel_path, size, xxh3, sha256 FROM resource "
                  "WHERE candidate_id = :candidate_id AND rel_path = :rel_path")
 
