@@ -14,6 +14,7 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import Environment, Settings
 from skillindex.errors import SearchQueryError
+from skillindex.index.searchtext import search_text
 from skillindex.model import RiskPolicy
 from skillindex.store import fts, migrate
 from skillindex.store import search as store_search
@@ -320,3 +321,45 @@ def test_search_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library
     nothing = runner.invoke(cli, ["search", "zyzzyva"])
     assert nothing.exit_code == 0 and "no skill matches" in nothing.output
     assert runner.invoke(cli, ["search", "pdf", "--limit", "0"]).exit_code == 2
+
+
+def test_a_cold_reindex_fills_the_full_text_index_at_once(env: Environment, tmp_path: Path,
+                                                          library: Path) -> None:
+    # The first reindex builds the FTS5 index in one 'rebuild' with the insert trigger set
+    # aside; afterwards the index matches its content and the trigger is back, word for word.
+    db = tmp_path / "cold.sqlite"
+    index = SkillIndex.open(root_settings(library), db=str(db), env=env, create=True)
+    with Session(index.engine) as session:
+        trigger = session.execute(text(fts._INSERT_TRIGGER)).scalar_one()
+    try:
+        index.reindex()
+        with Session(index.engine) as session:
+            assert session.execute(text(fts._INSERT_TRIGGER)).scalar_one() == trigger
+            session.execute(text("INSERT INTO candidate_fts (candidate_fts, rank) "
+                                 "VALUES ('integrity-check', 1)"))
+            assert session.execute(text("SELECT count(*) FROM candidate_fts")).scalar_one() == 4
+        assert _names(index, "helm charts") == ["deploy"]
+        # A skill added later goes through the trigger.
+        write_skill(library, "charts", description="Draw charts from a table.")
+        index.reindex()
+        assert _names(index, "charts")[0] == "charts"
+        with Session(index.engine) as session:
+            session.execute(text("INSERT INTO candidate_fts (candidate_fts, rank) "
+                                 "VALUES ('integrity-check', 1)"))
+    finally:
+        index.close()
+
+
+def test_the_search_text_reads_a_body_only_as_far_as_it_counts() -> None:
+    prose = "\n".join(f"line {n} of plain prose about ordinary things" for n in range(100))
+    # A heading after the prose's share still counts while the headings' share is not full.
+    words = (search_text(None, prose + "\n# Late heading\n") or "").split()
+    assert "late" in words and "heading" in words
+    assert "99" not in words  # prose past its share is not read
+    # With both shares full, nothing later is read.
+    headings = "\n".join(f"# Heading number {n} of the many" for n in range(30))
+    words = (search_text(None, f"{headings}\n{prose}\n# zebra\nquokka\n") or "").split()
+    assert "zebra" not in words and "quokka" not in words
+    # Fenced code is skipped, whatever its fence's indent.
+    words = (search_text(None, "intro\n  ```sh\nsecret command\n  ```\noutro\n") or "").split()
+    assert words == ["intro", "outro"]

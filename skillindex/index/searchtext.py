@@ -14,7 +14,6 @@ FIELD_CHARS = 2_000  # of other frontmatter values
 # (scripts/bench.py relevance, tuning set; docs/decisions.md).
 BODY_CHARS = 1_500
 _WORD = re.compile(r"[^\W_]+")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def search_text(fields: dict[str, Any] | None, body: str, *,
@@ -34,7 +33,7 @@ def search_text(fields: dict[str, Any] | None, body: str, *,
                 _strings(value, values, depth=0)
         parts.append(" ".join(values)[:FIELD_CHARS])
     if body_chars > 0 and body:
-        headings, prose = _body_parts(body)
+        headings, prose = _body_parts(body, body_chars // 3, body_chars)
         parts.append(" ".join(headings)[:body_chars // 3])
         parts.append(" ".join(prose)[:body_chars - len(parts[-1])])
     return distinct_words(" ".join(part for part in parts if part)) or None
@@ -67,20 +66,27 @@ def _strings(value: Any, out: list[str], *, depth: int) -> None:
             _strings(item, out, depth=depth + 1)
 
 
-def _body_parts(body: str) -> tuple[list[str], list[str]]:
-    """Headings, and prose lines outside code fences, in order of appearance."""
+def _body_parts(body: str, heading_chars: int, prose_chars: int,
+                ) -> tuple[list[str], list[str]]:
+    """Headings, and prose lines outside code fences, in order of appearance: read only until
+    both hold more characters than the search text can take of them."""
     headings: list[str] = []
     prose: list[str] = []
+    heading_size = prose_size = 0
     fenced = False
     for line in body.splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
         stripped = line.strip()
-        if stripped.startswith("#"):
-            headings.append(stripped.lstrip("#").strip())
-        elif stripped:
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif fenced or not stripped:
+            continue
+        elif stripped[0] == "#":
+            heading = stripped.lstrip("#").strip()
+            headings.append(heading)
+            heading_size += len(heading) + 1
+        else:
             prose.append(stripped)
+            prose_size += len(stripped) + 1
+            if prose_size > prose_chars and heading_size > heading_chars:
+                break
     return headings, prose

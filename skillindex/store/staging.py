@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sql_insert
 
+from skillindex.store import fts
 from skillindex.store.models import Base
 
 CANDIDATE, FINDING, RESOURCE, ROOT = (
@@ -135,11 +136,16 @@ class Stage:
         root = ROOT.alias("staged_root")
         with_root = staged.join(root, and_(root.c.index_name == index_name,
                                            root.c.path == staged.c.root_path))
-        self.connection.execute(sql_insert(CANDIDATE).from_select(
+        insert = sql_insert(CANDIDATE).from_select(
             ["root_id", *CANDIDATE_COLUMNS, "first_run_id", "changed_run_id"],
             select(root.c.id, *(staged.c[name] for name in CANDIDATE_COLUMNS),
                    func.coalesce(staged.c.first_run_id, literal(run_id)), literal(run_id))
-            .select_from(with_root)))
+            .select_from(with_root))
+        if self.connection.dialect.name == "sqlite":
+            with fts.filled_at_once(self.connection.exec_driver_sql):
+                self.connection.execute(insert)
+        else:
+            self.connection.execute(insert)
         with_candidate = with_root.join(CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
                                                         CANDIDATE.c.rel_dir == staged.c.rel_dir))
         for table, target, names in ((self.findings, FINDING, FINDING_COLUMNS),
