@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +64,24 @@ def test_workers_store_what_one_process_stores(tmp_path: Path, open_index: OpenI
     again = workers.reindex(jobs=2)
     assert (again.unchanged, again.files_read) == (PARALLEL_MIN + 41, 0)
     assert [w.name for w in workers.winners()] == [w.name for w in alone.winners()]
+
+
+def test_workers_start_only_when_a_root_needs_them(tmp_path: Path) -> None:
+    # A reindex allowed two workers over a tree with no root of PARALLEL_MIN new entries
+    # (here: a small one, then the same one unchanged) never creates the process pool, whose
+    # queues would start multiprocessing's resource tracker, a process of its own.
+    root = tmp_path / "skills"
+    for number in range(5):
+        write_skill(root, f"skill-{number}")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n')
+    code = (
+        "import sys\n"
+        "from skillindex import SkillIndex\n"
+        f"index = SkillIndex.open({str(config)!r}, db={str(tmp_path / 'i.sqlite')!r}, "
+        f"cwd={str(tmp_path)!r})\n"
+        "first, again = index.reindex(jobs=2), index.reindex(jobs=2)\n"
+        "print(first.added, again.unchanged, 'multiprocessing.resource_tracker' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["5", "5", "False"]

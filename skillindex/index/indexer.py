@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -126,41 +125,39 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
               "files_read": 0, "rejudged": 0}
     writes: list[RootWrite] = []
     problems: list[ScanProblem] = list(extra_problems)
-    executor: Executor | None = None
+    workers = parallel.Workers(jobs) if jobs > 1 else None
     try:
         for spec in roots:
             if targets is not None and str(spec.path) not in targets:
                 continue
-            if executor is None and jobs > 1:
-                executor = parallel.pool(jobs)
             only = None if targets is None else targets[str(spec.path)]
             write = _scan_root(spec, known.get(str(spec.path), {}), stage, counts, progress,
-                               expected, lookup, only, executor, limits)
+                               expected, lookup, only, workers, limits)
             problems.extend(write.problems)
             writes.append(write)
     finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
+        if workers is not None:
+            workers.shutdown()
     return writes, problems, counts
 
 
 def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
                counts: dict[str, int], progress: Progress | None, expected: int | None,
                lookup: Callable[[int], dict[str, KnownFile]], only: frozenset[str] | None,
-               executor: Executor | None, limits: Limits) -> RootWrite:
+               workers: parallel.Workers | None, limits: Limits) -> RootWrite:
     rules_key = policy.rules_key(spec)
     result = RootScan(spec)
     write = RootWrite(spec, True, result.problems, partial=only)
     seen: set[str] = set()
     shards: Iterator[parallel.Shard] = iter(())
     walk_only = only
-    if executor is not None:
+    if workers is not None:
         names, new = parallel.split_entries(str(spec.path),
                                             {rel.split("/", 1)[0] for rel in root_known}, only)
         if len(new) >= parallel.PARALLEL_MIN:
             # Workers read, hash and parse what no stored manifest spares; this process walks
             # the known skills meanwhile and stages every row.
-            shards = parallel.scan_shards(executor, spec, rules_key, new, limits)
+            shards = parallel.scan_shards(workers.executor(), spec, rules_key, new, limits)
             walk_only = names.difference(new)
 
     def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],

@@ -58,9 +58,25 @@ def split_entries(root: str, known_tops: set[str],
     return frozenset(names), sorted(names - known_tops)
 
 
-def pool(jobs: int) -> Executor:
-    # spawn, not fork: the parent holds database connections and a lock heartbeat thread.
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+class Workers:
+    """Up to `jobs` worker processes, started the first time a root has enough new entries to
+    need them: creating the executor starts multiprocessing's resource tracker, a process of
+    its own, which a reindex with nothing new has no use for."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._executor: Executor | None = None
+
+    def executor(self) -> Executor:
+        if self._executor is None:
+            # spawn, not fork: the parent holds database connections and a heartbeat thread.
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        return self._executor
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(cancel_futures=True)
 
 
 def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
