@@ -7,7 +7,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Float, TextClause, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from skillindex.model import SearchMatch
@@ -29,6 +28,9 @@ _POSTGRESQL = """
 
 @functools.cache
 def _postgresql() -> TextClause:
+    # Imported here: the PostgreSQL dialect's modules cost an index on SQLite 35 ms at start-up.
+    from sqlalchemy.dialects.postgresql import ARRAY  # noqa: PLC0415
+
     return text(_POSTGRESQL).bindparams(bindparam("paths", expanding=True),
                                         bindparam("weights", type_=ARRAY(Float)))
 
