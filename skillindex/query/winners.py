@@ -8,8 +8,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
-
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING
 
 from skillindex.config import COLLISION_POLICIES
 from skillindex.model import Candidate, Finding, RootSpec, Status
@@ -17,6 +16,9 @@ from skillindex.query import resolve
 from skillindex.query.resolve import Collision, Rules, Winner, set_key
 from skillindex.store import queries, resolved
 from skillindex.store.rows import RootCache, candidate_of
+
+if TYPE_CHECKING:  # typing only: the sessions are the store's, opened by the caller
+    from sqlalchemy.orm import Session
 
 # id, name, enabled, root, SKILL.md, real directory (None where no other row shares it)
 Row = tuple[int, str, bool, str, str, str | None]
