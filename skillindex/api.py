@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -188,6 +189,7 @@ class SkillIndex:
         try:
             with reindex_lock(self.engine, self.index_name, wait=wait, timeout=limit,
                               on_wait=on_wait) as lock:
+                previous = self._stored_key()
                 roots = list(self.plan.roots)
                 targets = None
                 if all_roots or paths is not None:
@@ -203,7 +205,9 @@ class SkillIndex:
                                        cwd=self.env.cwd, all_roots=all_roots,
                                        limits=self.settings.limits,
                                        extra_problems=self.plan.problems, progress=progress,
-                                       lock=lock, after_write=self._materialize,
+                                       lock=lock,
+                                       after_write=functools.partial(self._materialize,
+                                                                     previous=previous),
                                        targets=targets,
                                        jobs=parallel.default_jobs() if jobs is None else jobs)
         except SQLAlchemyError as exc:
@@ -218,13 +222,30 @@ class SkillIndex:
     def _rules(self) -> resolve.Rules:
         return resolve.Rules.from_settings(self.settings)
 
-    def _materialize(self, session: Session, changed: Sequence[str]) -> None:
+    def _stored_key(self) -> str | None:
+        """The key of this directory's resolution before a reindex writes (taken under its
+        lock, so no other reindex can change it meanwhile); None where none is stored."""
+        if self._quarantining:
+            return None
+        with self._session() as session:
+            return winners.key(session, self.index_name, self.plan.roots, self._rules())
+
+    def _materialize(self, session: Session, changed: Sequence[str],
+                     replaced: Sequence[tuple[int, int]] | None, *,
+                     previous: str | None) -> None:
         """In the reindex's write transaction: resolve this directory's roots, so that the
-        first listing after the reindex is a lookup."""
-        resolved.drop_sets_over(session, self.index_name, changed)
+        first listing after the reindex is a lookup. A write that only replaced skills
+        without changing what resolution reads of them (an edited description or body)
+        carries the stored resolution over instead of resolving every skill again."""
+        carried = None
+        if previous is not None and replaced is not None and not self._quarantining:
+            carried = winners.carry(session, self.index_name, self.plan.roots, self._rules(),
+                                    previous, replaced)
+        resolved.drop_sets_over(session, self.index_name, changed, keep=carried)
         if self._quarantining:
             return  # what is withheld depends on approvals, which change without a reindex
-        winners.ensure(session, self.index_name, self.plan.roots, self._rules())
+        if carried is None:
+            winners.ensure(session, self.index_name, self.plan.roots, self._rules())
 
 
     def _resolution_set(self, session: Session) -> int | None:

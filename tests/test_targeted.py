@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
+from skillindex.api import SkillIndex
 from skillindex.index.indexer import targets_of
 from skillindex.model import RootSpec, Scope
+from skillindex.query import winners
+from skillindex.query.resolve import Rules
+from skillindex.store import queries, resolved
+from skillindex.store.models import ResolvedSet, ResolvedWinner
 from tests.conftest import OpenIndex, write_skill
 
 
@@ -102,3 +111,105 @@ def test_targets_of_paths(paths: list[str], expected: dict[str, frozenset[str] |
 
 def test_a_root_never_indexed_is_scanned_whole() -> None:
     assert targets_of(["/s/pdf/SKILL.md"], ROOTS, set()) == {"/s": None}
+
+
+def _stored_and_fresh(index: SkillIndex) -> tuple[int, list[tuple[Any, ...]], list[Any]]:
+    """The stored resolution of the index's roots (its id and rows in order) and the same
+    resolved from scratch, as (catalog name, candidate id, collision JSON)."""
+    roots, rules = index.plan.roots, Rules.from_settings(index.settings)
+    with Session(index.engine) as session:
+        set_id = winners.lookup(session, index.index_name, roots, rules)
+        assert set_id is not None
+        stored = [tuple(row) for row in session.execute(
+            select(ResolvedWinner.name, ResolvedWinner.candidate_id, ResolvedWinner.collision)
+            .where(ResolvedWinner.set_id == set_id).order_by(ResolvedWinner.ordinal))]
+        rows, contested = resolved.resolvable(session, index.index_name,
+                                              [str(spec.path) for spec in roots])
+        fresh = list(winners.materialize(rows, roots, rules, contested))
+    return set_id, stored, fresh
+
+
+def edit_one_remove_another(root: Path) -> None:
+    write_skill(root, "skill-04", description="Once more.")
+    shutil.rmtree(root / "skill-05")
+
+
+def test_a_resolution_is_carried_over_only_when_it_cannot_change(
+        tmp_path: Path, open_index: OpenIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reindex that only replaces skills without changing what resolution reads of them
+    # (name, switch, status, paths) swaps the winners' ids in the stored resolution instead
+    # of resolving every skill again; anything else resolves again. Either way the stored
+    # resolution must equal one resolved from scratch.
+    high, low = tmp_path / "high", tmp_path / "low"
+    make_tree(high, 6)
+    make_tree(low, 3)  # skill-00..02 declared in both roots: contested names
+    index = open_index(high, low)
+    index.reindex()
+    first, stored, fresh = _stored_and_fresh(index)
+    assert stored == fresh and any(collision for _, _, collision in stored)
+
+    resolutions = []  # every time a reindex resolves the candidates again (a spy, no stub)
+    resolvable = resolved.resolvable
+
+    def counted(*args: Any) -> Any:
+        resolutions.append(args)
+        return resolvable(*args)
+
+    def edit(change: Callable[[], object], *paths: Path) -> tuple[int, bool]:
+        change()
+        monkeypatch.setattr(resolved, "resolvable", counted)
+        resolutions.clear()
+        index.reindex(paths=list(paths) or None)
+        monkeypatch.setattr(resolved, "resolvable", resolvable)
+        after, stored, fresh = _stored_and_fresh(index)
+        assert stored == fresh
+        return after, not resolutions
+
+    carried = [
+        # a description (an uncontested name), then a body (a contested one), then all
+        edit(lambda: write_skill(high, "skill-04", description="Edited."), high / "skill-04"),
+        edit(lambda: write_skill(low, "skill-01", body="# Other\n"), low / "skill-01"),
+        edit(lambda: write_skill(high, "skill-05", description="Again."))]
+    assert [kept for _, kept in carried] == [True, True, True]
+    assert all(set_id == first for set_id, _ in carried)
+    assert index.winner("skill-04").candidate.description == "Edited."
+    assert "Edited." in index.catalog(max_chars=10**6).text
+    resolved_again = [
+        edit(lambda: write_skill(high, "skill-03", name="renamed"), high / "skill-03"),
+        edit(lambda: write_skill(high, "skill-02", "name: skill-02\n"), high / "skill-02"),
+        edit(lambda: (write_skill(high, "fresh"), write_skill(high, "skill-04")),
+             high / "fresh", high / "skill-04"),
+        edit(lambda: shutil.rmtree(low / "skill-00"), low / "skill-00"),
+        edit(lambda: edit_one_remove_another(high), high / "skill-04", high / "skill-05")]
+    assert [kept for _, kept in resolved_again] == [False] * 5
+    assert index.winner("skill-02").candidate.root == low  # its copy in high is rejected now
+
+
+def test_an_edit_drops_the_other_resolutions_over_its_root(tmp_path: Path,
+                                                          open_index: OpenIndex) -> None:
+    shared, other = tmp_path / "shared", tmp_path / "other"
+    make_tree(shared, 3)
+    make_tree(other, 2)
+    index, elsewhere = open_index(shared), open_index(shared, other)
+    index.reindex()
+    elsewhere.reindex()
+    assert len(elsewhere.winners()) == 3 and len(index.winners()) == 3
+    write_skill(shared, "skill-01", description="Edited.")
+    index.reindex(paths=[shared / "skill-01"])
+    with Session(index.engine) as session:
+        sets = session.execute(select(func.count()).select_from(ResolvedSet)).scalar_one()
+    assert sets == 1  # this directory's, carried over; the other's is resolved when asked
+    assert elsewhere.winner("skill-01").candidate.description == "Edited."
+
+
+def test_a_targeted_reindex_reads_only_the_known_skills_of_its_entries(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    for name in ("a_b", "axb", "a%b", "group/one", "group/two", "groupie"):
+        write_skill(root, name)
+    index = open_index(root, max_depth=2)
+    index.reindex()
+    with Session(index.engine) as session:
+        known = queries.known_skills(session, index.index_name, [str(root)],
+                                     {str(root): frozenset({"a_b", "group"})})
+    assert sorted(known[str(root)]) == ["a_b", "group/one", "group/two"]

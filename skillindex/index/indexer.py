@@ -37,8 +37,9 @@ from skillindex.store.staging import Stage
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
 # Per root path, the entries directly under it to rescan (None: all of them).
 Targets = Mapping[str, frozenset[str] | None]
-# Runs in the write transaction after the diff is applied, with the roots whose candidates changed.
-AfterWrite = Callable[[Session, Sequence[str]], None]
+# After the writes, in their transaction: the roots whose candidates changed, and the (old id,
+# new id) of every replaced candidate when nothing resolution reads of them changed, else None.
+AfterWrite = Callable[[Session, Sequence[str], Sequence[tuple[int, int]] | None], None]
 
 
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
@@ -53,7 +54,9 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
     started = datetime.now(UTC)
     clock = time.perf_counter()
     with Session(engine) as session, session.begin():
-        known = queries.known_skills(session, index_name, [str(r.path) for r in roots])
+        known = queries.known_skills(
+            session, index_name, [str(r.path) for r in roots
+                                  if targets is None or str(r.path) in targets], targets)
     with Session(engine) as reader, engine.connect() as connection:
         stage = Stage(connection)
         try:
@@ -71,14 +74,15 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     # Before any write: a reindex whose lock was taken over as stale may find
                     # its skills written meanwhile, and must say so, not fail on a duplicate.
                     lock.verify(session)
-                run_id = queries.apply_reindex(
+                run_id, replaced = queries.apply_reindex(
                     session, index_name=index_name, started_at=started,
                     finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
                     roots=writes, stage=stage,
                     counts={k: v for k, v in counts.items() if k != "rejudged"},
                     duration_s=time.perf_counter() - clock)
                 if after_write is not None:
-                    after_write(session, [str(w.spec.path) for w in writes if w.changed])
+                    after_write(session, [str(w.spec.path) for w in writes if w.changed],
+                                replaced)
                 session.close()
         finally:
             stage.drop()
@@ -120,7 +124,8 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
     as it is judged."""
     # What the last run found; a root never indexed counts the folders it holds.
     expected = sum(len(known[str(spec.path)]) if str(spec.path) in known
-                   else estimate_skills(spec.path) for spec in roots) or None
+                   else estimate_skills(spec.path) for spec in roots
+                   if targets is None or str(spec.path) in targets) or None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0, "rejected": 0,
               "files_read": 0, "rejudged": 0}
     writes: list[RootWrite] = []

@@ -25,7 +25,8 @@ Row = tuple[int, str, bool, str, str, str | None]
 Materialized = tuple[str, int, str | None]  # catalog name, candidate id, collision JSON
 
 
-def _key(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> str:
+def key(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> str:
+    """What names the resolution of these roots under these rules as the index is now."""
     runs = resolved.root_runs(session, index_name, [str(spec.path) for spec in roots])
     return set_key(runs, roots, rules)
 
@@ -33,7 +34,7 @@ def _key(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Ru
 def lookup(session: Session, index_name: str, roots: Sequence[RootSpec],
            rules: Rules) -> int | None:
     """The stored resolution of these roots under these rules, as the index is now; or None."""
-    return resolved.set_id(session, index_name, _key(session, index_name, roots, rules))
+    return resolved.set_id(session, index_name, key(session, index_name, roots, rules))
 
 
 def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> int:
@@ -41,14 +42,30 @@ def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: 
 
     Run it in a write transaction (a reindex's, or one of its own).
     """
-    key = _key(session, index_name, roots, rules)
-    found = resolved.set_id(session, index_name, key)
+    named = key(session, index_name, roots, rules)
+    found = resolved.set_id(session, index_name, named)
     if found is not None:
         return found
     paths = [str(spec.path) for spec in roots]
     rows, contested = resolved.resolvable(session, index_name, paths)
-    return resolved.store_set(session, index_name, key, paths,
+    return resolved.store_set(session, index_name, named, paths,
                               materialize(rows, roots, rules, contested))
+
+
+def carry(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules,
+          previous: str, replaced: Sequence[tuple[int, int]]) -> int | None:
+    """In a reindex's write transaction, when the write replaced candidates without changing
+    what resolution reads of them (`Stage.keeps_resolution`): the resolution stored under
+    `previous` (these roots' key before the write) carried over to the index as it is now,
+    the replaced winners' ids swapped, instead of resolving every candidate again. Its id, or
+    None when none was stored."""
+    found = resolved.set_id(session, index_name, previous)
+    if found is None:
+        return None
+    now = key(session, index_name, roots, rules)
+    if now != previous:
+        resolved.rekey(session, found, now, replaced)
+    return found
 
 
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,

@@ -5,13 +5,23 @@ from __future__ import annotations
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import (
+    Executable,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from skillindex import model
@@ -58,21 +68,31 @@ class RootWrite:
         return bool(self.removed or self.staged)
 
 
-def known_skills(session: Session, index_name: str,
-                 paths: Iterable[str]) -> dict[str, dict[str, KnownSkill]]:
-    """What the last reindex stored for these roots, keyed by root path and skill directory."""
+def known_skills(session: Session, index_name: str, paths: Iterable[str],
+                 entries: Mapping[str, frozenset[str] | None] | None = None,
+                 ) -> dict[str, dict[str, KnownSkill]]:
+    """What the last reindex stored for these roots, keyed by root path and skill directory;
+    for a root that `entries` maps to names, only the skills in those entries directly under
+    it (a targeted reindex reads what it walks, not the whole index)."""
     wanted = list(paths)
     known: dict[str, dict[str, KnownSkill]] = defaultdict(dict)
-    if not wanted:
-        return known
-    rows = session.execute(
-        select(Root.path, Candidate.rel_dir, Candidate.id, Candidate.tree_key, Candidate.status)
-        .join(Candidate, Candidate.root_id == Root.id)
-        .where(Root.index_name == index_name, Root.path.in_(wanted))
-    )
+    columns = (Root.path, Candidate.rel_dir, Candidate.id, Candidate.tree_key, Candidate.status)
+    whole = [path for path in wanted if entries is None or entries.get(path) is None]
+    statements = [select(*columns).join(Candidate, Candidate.root_id == Root.id)
+                  .where(Root.index_name == index_name, Root.path.in_(whole))] if whole else []
+    for path in wanted:
+        names = sorted(entries.get(path) or ()) if entries is not None else []
+        for start in range(0, len(names), 200):  # a bounded OR a statement
+            chunk = names[start:start + 200]
+            inside = or_(Candidate.rel_dir.in_(chunk),
+                         *(Candidate.rel_dir.startswith(f"{name}/", autoescape=True)
+                           for name in chunk))
+            statements.append(select(*columns).join(Candidate, Candidate.root_id == Root.id)
+                              .where(Root.index_name == index_name, Root.path == path, inside))
     rejected = model.Status.REJECTED.value
-    for root_path, rel_dir, cid, tree_key, status in rows:
-        known[root_path][rel_dir] = KnownSkill(cid, tree_key, status == rejected)
+    for statement in statements:
+        for root_path, rel_dir, cid, tree_key, status in session.execute(statement):
+            known[root_path][rel_dir] = KnownSkill(cid, tree_key, status == rejected)
     return known
 
 
@@ -127,10 +147,13 @@ def _clear_scan_issues(session: Session, roots: Sequence[RootWrite],
 
 def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                   finished_at: datetime, cwd: str, all_roots: bool, roots: Sequence[RootWrite],
-                  stage: Stage, counts: dict[str, int], duration_s: float) -> int:
+                  stage: Stage, counts: dict[str, int], duration_s: float,
+                  ) -> tuple[int, list[tuple[int, int]] | None]:
     """Write one reindex as a whole: the run, its roots, removed and staged candidates.
 
-    `session` must be bound to the stage's connection: the staged rows live there.
+    Returns the run's id and, when every change replaced skills without touching what
+    resolution reads of them (`Stage.keeps_resolution`), the (old id, new id) of each; else
+    None. `session` must be bound to the stage's connection: the staged rows live there.
     """
     run_id = session.execute(
         insert(IndexRun).returning(IndexRun.id),
@@ -172,10 +195,11 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     if any(write.changed for write in roots):
         session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
     removed = [cid for write in roots for cid in write.removed]
+    kept = stage.keeps_resolution(removed)
     for chunk in _chunks(removed, 20_000):
         session.execute(delete(Candidate).where(Candidate.id.in_(chunk)))
     stage.move(index_name, run_id)
-    return int(run_id)
+    return int(run_id), stage.replacements(index_name) if kept else None
 
 
 @functools.cache

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from skillindex.model import Listing, has_text
@@ -94,16 +94,40 @@ def drop_sets(session: Session, ids: Sequence[int]) -> None:
     session.execute(delete(ResolvedSet).where(ResolvedSet.id.in_(list(ids))))
 
 
-def drop_sets_over(session: Session, index_name: str, paths: Iterable[str]) -> None:
-    """Delete the resolutions that cover any of these roots (their candidates changed)."""
+def drop_sets_over(session: Session, index_name: str, paths: Iterable[str],
+                   keep: int | None = None) -> None:
+    """Delete the resolutions that cover any of these roots (their candidates changed), but
+    `keep`."""
     changed = set(paths)
     if not changed:
         return
     stale = [sid for sid, roots in session.execute(
         select(ResolvedSet.id, ResolvedSet.roots).where(ResolvedSet.index_name == index_name))
-        if changed.intersection(json.loads(roots))]
+        if sid != keep and changed.intersection(json.loads(roots))]
     if stale:
         drop_sets(session, stale)
+
+
+def rekey(session: Session, set_id: int, key: str, replaced: Sequence[tuple[int, int]]) -> None:
+    """Carry a resolution over to a new state of the index: its new key, and the new id of
+    each replaced candidate among its winners (found by a pass over the set in SQL, then
+    updated by ordinal)."""
+    new_ids = dict(replaced)
+    olds = sorted(new_ids)
+    connection = session.connection()
+    moved = [{"at": ordinal, "new_id": new_ids[cid]}
+             for start in range(0, len(olds), 500)
+             for ordinal, cid in connection.execute(
+                 select(ResolvedWinner.ordinal, ResolvedWinner.candidate_id)
+                 .where(ResolvedWinner.set_id == set_id,
+                        ResolvedWinner.candidate_id.in_(olds[start:start + 500])))]
+    if moved:
+        connection.execute(
+            update(ResolvedWinner)
+            .where(ResolvedWinner.set_id == set_id,
+                   ResolvedWinner.ordinal == bindparam("at"))
+            .values(candidate_id=bindparam("new_id")), moved)
+    session.execute(update(ResolvedSet).where(ResolvedSet.id == set_id).values(key=key))
 
 
 def winner_row(session: Session, set_id: int, name: str) -> Any:

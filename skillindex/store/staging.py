@@ -3,6 +3,7 @@ change, and one short transaction moves them into the index."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import (
@@ -16,6 +17,7 @@ from sqlalchemy import (
     and_,
     func,
     literal,
+    or_,
     select,
     update,
 )
@@ -34,6 +36,8 @@ CANDIDATE_COLUMNS = (
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
                     "risks", "ctime_ns")
+# What resolution reads of a candidate besides its root (store/resolved.resolvable).
+RESOLVED_COLUMNS = ("name", "enabled", "status", "skill_path", "real_path")
 BATCH = 2_000
 
 
@@ -127,6 +131,43 @@ class Stage:
             update(staged).where(staged.c.previous_id.is_not(None)).values(
                 first_run_id=select(CANDIDATE.c.first_run_id)
                 .where(CANDIDATE.c.id == staged.c.previous_id).scalar_subquery()))
+
+    def keeps_resolution(self, removed: Collection[int]) -> bool:
+        """In the write transaction, before the deletes: whether every staged candidate
+        replaces one of `removed` (the candidates this reindex deletes, all of them replaced)
+        with the same name, switch, status, SKILL.md path and real directory: all that
+        resolution reads of a candidate (store/resolved.resolvable), so the winners stay the
+        same but for their ids."""
+        staged = self.candidates
+        if not self._created:
+            return not removed
+        replaced = self.connection.execute(
+            select(func.count()).select_from(staged).where(staged.c.previous_id.is_not(None))
+        ).scalar_one()
+        if replaced != len(removed):
+            return False  # a skill added, or one gone
+        differing = self.connection.execute(
+            select(func.count()).select_from(staged.outerjoin(
+                CANDIDATE, CANDIDATE.c.id == staged.c.previous_id))
+            .where(or_(CANDIDATE.c.id.is_(None),
+                       *(staged.c[name].is_distinct_from(CANDIDATE.c[name])
+                         for name in RESOLVED_COLUMNS)))).scalar_one()
+        return int(differing) == 0
+
+    def replacements(self, index_name: str) -> list[tuple[int, int]]:
+        """After `move`: (replaced candidate id, its new id) for every staged replacement."""
+        if not self._created:
+            return []
+        staged = self.candidates
+        root = ROOT.alias("staged_root")
+        found = self.connection.execute(
+            select(staged.c.previous_id, CANDIDATE.c.id)
+            .select_from(staged.join(root, and_(root.c.index_name == index_name,
+                                                root.c.path == staged.c.root_path))
+                         .join(CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
+                                               CANDIDATE.c.rel_dir == staged.c.rel_dir)))
+            .where(staged.c.previous_id.is_not(None)))
+        return [(int(old), int(new)) for old, new in found]
 
     def move(self, index_name: str, run_id: int) -> None:
         """In the write transaction, after the deletes: one INSERT ... SELECT per table."""
