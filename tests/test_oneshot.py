@@ -361,7 +361,9 @@ IMPORTS = textwrap.dedent("""
         main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic", "yaml"))
+    # Nor the risk rules' matcher: only what reads skill files for a reindex needs it.
+    heavy = ("sqlalchemy", "alembic", "yaml", "ahocorasick_rs")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
     print(code, " ".join(loaded), file=sys.stderr)
 """)
 

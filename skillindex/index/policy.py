@@ -7,7 +7,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillindex.index import risk
 from skillindex.model import Finding, RootSpec, Severity, Status, Validation
 
 if TYPE_CHECKING:  # PyYAML costs a one-shot command 20 ms to import; the root planner's
@@ -55,6 +54,10 @@ def unsafe_name(name: str) -> bool:
 
 def rules_key(root: RootSpec) -> str:
     """What, besides the file, decides a verdict; a stored verdict is reused only if it matches."""
+    # Imported here: the providers import this module, and a one-shot read has no use for the
+    # risk rules' patterns and matcher.
+    from skillindex.index import risk  # noqa: PLC0415
+
     return (f"{RULES_VERSION}:{risk.RULES_VERSION}:{root.validation}:"
             f"{int(root.require_description)}:{root.name_prefix}")
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import xxhash
 
-from skillindex.index import risk
 from skillindex.index.hashing import SkillDir, SpecialFileError, file_stat, same_file_version
 from skillindex.model import FileStat, Finding, Limits, ResourceEntry, ResourceKind, Severity
 
@@ -343,6 +342,10 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
                 previous: Mapping[str, KnownFile], limits: Limits) -> bool:
     """Read what changed, each file through a descriptor beneath the skill, and record what the
     descriptor's fstat says; False when anything differed from the listing."""
+    # The risk rules (patterns, a matcher) are imported by what reads files, not by the one-shot
+    # commands that import this module for its listing and path helpers.
+    from skillindex.index import risk  # noqa: PLC0415
+
     settled = True
     if listing.entry_stat is not None:
         settled = _read_entry(scan, skill, listing.entry_stat)
@@ -384,6 +387,8 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
 
 
 def _read_entry(scan: SkillScan, skill: SkillDir, listed: os.stat_result) -> bool:
+    from skillindex.index import risk  # noqa: PLC0415 (see _read_files)
+
     scan.entry_stat = file_stat(listed)
     if scan.entry_problem is not None:  # too large: recorded by its stat
         scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, scan.entry_stat, None,
