@@ -208,10 +208,10 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
     Pinned skills keep their descriptions whole throughout."""
     renderer = _Renderer(fmt)
     items = _folded(items)
-    if _fits(renderer, (CatalogEntry(i.name, i.description, i.location) for i in items),
-             max_chars):
-        full = tuple(CatalogEntry(i.name, i.description, i.location) for i in items)
-        return Catalog(renderer.render(full), fmt, max_chars, full, ranked_by=ranked_by)
+    full = tuple(CatalogEntry(i.name, i.description, i.location) for i in items)
+    text = _rendered_within(renderer, full, max_chars)
+    if text is not None:
+        return Catalog(text, fmt, max_chars, full, ranked_by=ranked_by)
     shortened = _shortened(renderer, items, max_chars)
     if shortened is not None:
         return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened),
@@ -267,6 +267,24 @@ def _sizes(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> Iterator[int
     for entry in entries:
         used += len(between) + len(renderer.entry(entry))
         yield used
+
+
+def _rendered_within(renderer: _Renderer, entries: Sequence[CatalogEntry],
+                     max_chars: int) -> str | None:
+    """The catalog of these entries if it fits in `max_chars`, each entry rendered once; None
+    as soon as it does not."""
+    if not entries:
+        return ""
+    head, between, tail = renderer.frame()
+    used = len(head) + len(tail) - len(between)
+    texts = []
+    for entry in entries:
+        text = renderer.entry(entry)
+        used += len(between) + len(text)
+        if used > max_chars:
+            return None
+        texts.append(text)
+    return head + between.join(texts) + tail
 
 
 def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
