@@ -223,8 +223,9 @@ class SkillIndex:
         return resolve.Rules.from_settings(self.settings)
 
     def _stored_key(self) -> str | None:
-        """The key of this directory's resolution before a reindex writes (taken under its
-        lock, so no other reindex can change it meanwhile); None where none is stored."""
+        """The key this directory's resolution has before a reindex writes (taken under its
+        lock, so no other reindex can change it meanwhile); None where a root quarantines,
+        since no resolution is stored then."""
         if self._quarantining:
             return None
         with self._session() as session:
