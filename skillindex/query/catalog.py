@@ -208,9 +208,10 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
     Pinned skills keep their descriptions whole throughout."""
     renderer = _Renderer(fmt)
     items = _folded(items)
-    full = tuple(CatalogEntry(i.name, i.description, i.location) for i in items)
-    text = _rendered_within(renderer, full, max_chars)
-    if text is not None:
+    whole = _rendered_within(
+        renderer, (CatalogEntry(i.name, i.description, i.location) for i in items), max_chars)
+    if whole is not None:
+        text, full = whole
         return Catalog(text, fmt, max_chars, full, ranked_by=ranked_by)
     shortened = _shortened(renderer, items, max_chars)
     if shortened is not None:
@@ -269,22 +270,22 @@ def _sizes(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> Iterator[int
         yield used
 
 
-def _rendered_within(renderer: _Renderer, entries: Sequence[CatalogEntry],
-                     max_chars: int) -> str | None:
-    """The catalog of these entries if it fits in `max_chars`, each entry rendered once; None
-    as soon as it does not."""
-    if not entries:
-        return ""
+def _rendered_within(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int,
+                     ) -> tuple[str, tuple[CatalogEntry, ...]] | None:
+    """The catalog of these entries and the entries, if it fits in `max_chars`, each entry
+    rendered once; None as soon as it does not, so that no more entries are made than that."""
     head, between, tail = renderer.frame()
     used = len(head) + len(tail) - len(between)
+    kept: list[CatalogEntry] = []
     texts = []
     for entry in entries:
         text = renderer.entry(entry)
         used += len(between) + len(text)
         if used > max_chars:
             return None
+        kept.append(entry)
         texts.append(text)
-    return head + between.join(texts) + tail
+    return (head + between.join(texts) + tail if texts else ""), tuple(kept)
 
 
 def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
