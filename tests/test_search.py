@@ -200,11 +200,6 @@ def test_the_search_text_is_each_word_once(open_index: OpenIndex, db_url: str,
     assert _names(index, "fenced") == []
 
 
-def _sqlite_index(tmp_path: Path, env: Environment, root: Path) -> SkillIndex:
-    index = SkillIndex.open(root_settings(root), db=f"sqlite:///{tmp_path / 'i.sqlite'}",
-                            env=env)
-    index.reindex()
-    return index
 
 
 @pytest.fixture
@@ -217,9 +212,11 @@ def crowd(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_rare_word_keeps_the_search_exact(env: Environment, tmp_path: Path,
-                                           crowd: Path) -> None:
-    with _sqlite_index(tmp_path, env, crowd) as index, Session(index.engine) as session:
+def test_a_rare_word_keeps_the_search_exact(open_index: OpenIndex, crowd: Path) -> None:
+    # On both backends: a search's cost follows its rare words.
+    index = open_index(crowd)
+    index.reindex()
+    with Session(index.engine) as session:
         found = store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
                                      limit=None, budget=4)
         # The common word would pass the budget: only the rare one is searched.
@@ -228,9 +225,11 @@ def test_a_rare_word_keeps_the_search_exact(env: Environment, tmp_path: Path,
                                         limit=None, budget=14)) == 13
 
 
-def test_common_words_score_only_the_first_matches(env: Environment, tmp_path: Path,
+def test_common_words_score_only_the_first_matches(open_index: OpenIndex,
                                                   crowd: Path) -> None:
-    with _sqlite_index(tmp_path, env, crowd) as index, Session(index.engine) as session:
+    index = open_index(crowd)
+    index.reindex()
+    with Session(index.engine) as session:
         ids = {name: cid for cid, name in session.execute(text("SELECT id, name FROM candidate"))}
         oldest = sorted(ids.values())[:4]
         assert ids["a-rare"] in oldest  # so the longest word, not the first, decides
@@ -240,11 +239,12 @@ def test_common_words_score_only_the_first_matches(env: Environment, tmp_path: P
 
 
 def test_a_search_of_common_words_still_fills_its_limit(
-        env: Environment, tmp_path: Path, crowd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        open_index: OpenIndex, crowd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fts, "MATCH_BUDGET", 4)
-    with _sqlite_index(tmp_path, env, crowd) as index:
-        assert len(_names(index, "common words", limit=3)) == 3
-        assert len(index.catalog(query="common words").entries) == 13
+    index = open_index(crowd)
+    index.reindex()
+    assert len(_names(index, "common words", limit=3)) == 3
+    assert len(index.catalog(query="common words").entries) == 13
 
 
 @pytest.mark.unmigrated

@@ -32,7 +32,8 @@ DEFAULT_WEIGHTS = Weights()
 
 # FTS5 ranks its own matches first (joining before would score each row through the join), then
 # the roots of this directory and the accepted status are applied. `:bound` caps the rowids a
-# search of only common words scores (see affordable).
+# search of only common words scores (see affordable; store/search.py does the same on
+# PostgreSQL).
 MATCHES = """
     SELECT c.id, c.name, m.score
     FROM (SELECT rowid AS id, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
@@ -72,7 +73,10 @@ def matches(run: Run, index_name: str, paths: Sequence[str], terms: Sequence[str
     first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
     if not terms or not paths:
         return []
-    kept, bound = affordable(run, terms, budget)
+    kept, bound = affordable(
+        lambda term, cap: _one(run(COUNT, {"match": any_of([term]), "cap": cap})),
+        lambda term, offset: _one(run(NTH, {"match": any_of([term]), "offset": offset})),
+        terms, budget)
     names = [f"p{n}" for n in range(len(paths))]
     statement = MATCHES.format(paths=", ".join(f":{name}" for name in names))
     params: dict[str, Any] = {
@@ -84,11 +88,14 @@ def matches(run: Run, index_name: str, paths: Sequence[str], terms: Sequence[str
             for cid, name, score in run(statement, params)]
 
 
-def affordable(run: Run, terms: Sequence[str], budget: int) -> tuple[list[str], int]:
+def affordable(count: Callable[[str, int], int], nth: Callable[[str, int], int],
+               terms: Sequence[str], budget: int) -> tuple[list[str], int]:
     """The rarest terms whose matches add up to at most `budget` (always the rarest one), and
-    the highest rowid worth scoring; see COMMON_MATCHES for a query of common words only."""
-    documents = {term: _one(run(COUNT, {"match": any_of([term]), "cap": budget + 1}))
-                 for term in terms}
+    the highest candidate id worth scoring; see COMMON_MATCHES for a query of common words
+    only. Either backend says how many candidates hold a term, counted no further than a cap
+    (`count(term, cap)`), and which id is a term's match at an offset, oldest first
+    (`nth(term, offset)`), so both choose the same terms."""
+    documents = {term: count(term, budget + 1) for term in terms}
     kept: list[str] = []
     total = 0
     for term in sorted(terms, key=documents.__getitem__):
@@ -98,9 +105,8 @@ def affordable(run: Run, terms: Sequence[str], budget: int) -> tuple[list[str], 
         total += documents[term]
     if total <= budget:
         return kept, _UNBOUNDED
-    longest = [max(terms, key=len)]
-    last = run(NTH, {"match": any_of(longest), "offset": min(budget, COMMON_MATCHES) - 1})
-    return longest, _one(last)
+    longest = max(terms, key=len)
+    return [longest], nth(longest, min(budget, COMMON_MATCHES) - 1)
 
 
 def _one(rows: Iterable[Sequence[Any]]) -> int:
