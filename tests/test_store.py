@@ -235,3 +235,26 @@ def test_staged_rows_keep_all_64_bits_of_inode_numbers(db_url: str, inode: int) 
         assert [f.code for f in candidate.findings] == ["c"]
         assert session.scalars(select(Candidate.inode)).one() == inode
     engine.dispose()
+
+
+def test_a_bulk_reindex_on_postgresql_leaves_the_planner_statistics(
+        pg_url: str, env: Environment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Below ANALYZE_AFTER written skills the table is left to autovacuum; from it on, the
+    # reindex analyzes what it filled (pg_class.reltuples then counts the rows).
+    monkeypatch.setattr(queries, "ANALYZE_AFTER", 4)
+    root = tmp_path / "skills"
+    for number in range(3):
+        write_skill(root, f"skill-{number}")
+
+    def counted_rows() -> float:
+        with make_engine(pg_url).connect() as connection:
+            return float(connection.execute(text(
+                "SELECT reltuples FROM pg_class WHERE relname = 'candidate'")).scalar_one())
+
+    with SkillIndex.open(root_settings(root), db=pg_url, env=env) as index:
+        index.reindex()
+        assert counted_rows() <= 0  # never analyzed: -1 (0 before PostgreSQL 14)
+        for number in range(3, 8):
+            write_skill(root, f"skill-{number}")
+        index.reindex()
+        assert counted_rows() == 8

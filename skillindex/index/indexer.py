@@ -86,6 +86,8 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                 session.close()
         finally:
             stage.drop()
+    if counts["added"] + counts["changed"] >= queries.ANALYZE_AFTER:
+        queries.refresh_statistics(engine)
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
                        roots=len(writes), problems=tuple(problems), **counts)
 

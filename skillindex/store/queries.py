@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections import defaultdict
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    Engine,
     Executable,
     bindparam,
     delete,
@@ -22,6 +24,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from skillindex import model
@@ -94,6 +97,24 @@ def known_skills(session: Session, index_name: str, paths: Iterable[str],
         for root_path, rel_dir, cid, tree_key, status in session.execute(statement):
             known[root_path][rel_dir] = KnownSkill(cid, tree_key, status == rejected)
     return known
+
+
+# A reindex that wrote at least this many candidates on PostgreSQL refreshes the planner's
+# statistics: until autovacuum analyzes a bulk-loaded table, the planner guesses its size and
+# scans each root's candidates instead of using the full-text index (20-30 ms a search at
+# 10,000 skills, against 3 ms).
+ANALYZE_AFTER = 1_000
+_ANALYZED = ("candidate", "resource", "finding", "resolved_winner")
+
+
+def refresh_statistics(engine: Engine) -> None:
+    """ANALYZE the tables a bulk reindex filled, on PostgreSQL (SQLite's planner needs no
+    statistics for these queries). Only a help: a role that may not analyze a table gets a
+    warning from PostgreSQL, and any error is ignored."""
+    if engine.dialect.name != "postgresql":
+        return
+    with contextlib.suppress(SQLAlchemyError), engine.begin() as connection:
+        connection.exec_driver_sql(f"ANALYZE {', '.join(_ANALYZED)}")
 
 
 def manifest(session: Session, candidate_id: int) -> dict[str, KnownFile]:
