@@ -4,12 +4,14 @@ change, and one short transaction moves them into the index."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from contextlib import nullcontext
 from typing import Any
 
 from sqlalchemy import (
     Column,
     Connection,
     Integer,
+    Join,
     MetaData,
     String,
     Table,
@@ -159,36 +161,37 @@ class Stage:
         if not self._created:
             return []
         staged = self.candidates
-        root = ROOT.alias("staged_root")
+        _root, _with_root, placed = self._placed(index_name)
         found = self.connection.execute(
-            select(staged.c.previous_id, CANDIDATE.c.id)
-            .select_from(staged.join(root, and_(root.c.index_name == index_name,
-                                                root.c.path == staged.c.root_path))
-                         .join(CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
-                                               CANDIDATE.c.rel_dir == staged.c.rel_dir)))
+            select(staged.c.previous_id, CANDIDATE.c.id).select_from(placed)
             .where(staged.c.previous_id.is_not(None)))
         return [(int(old), int(new)) for old, new in found]
+
+    def _placed(self, index_name: str) -> tuple[Any, Join, Join]:
+        """The staged candidates' root (an alias), the staged candidates joined to it, and
+        that joined to the candidate stored at the same place (root and directory)."""
+        staged = self.candidates
+        root = ROOT.alias("staged_root")
+        with_root = staged.join(root, and_(root.c.index_name == index_name,
+                                           root.c.path == staged.c.root_path))
+        return root, with_root, with_root.join(
+            CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
+                            CANDIDATE.c.rel_dir == staged.c.rel_dir))
 
     def move(self, index_name: str, run_id: int) -> None:
         """In the write transaction, after the deletes: one INSERT ... SELECT per table."""
         if not self._created:
             return
         staged = self.candidates
-        root = ROOT.alias("staged_root")
-        with_root = staged.join(root, and_(root.c.index_name == index_name,
-                                           root.c.path == staged.c.root_path))
+        root, with_root, with_candidate = self._placed(index_name)
         insert = sql_insert(CANDIDATE).from_select(
             ["root_id", *CANDIDATE_COLUMNS, "first_run_id", "changed_run_id"],
             select(root.c.id, *(staged.c[name] for name in CANDIDATE_COLUMNS),
                    func.coalesce(staged.c.first_run_id, literal(run_id)), literal(run_id))
             .select_from(with_root))
-        if self.connection.dialect.name == "sqlite":
-            with fts.filled_at_once(self.connection.exec_driver_sql):
-                self.connection.execute(insert)
-        else:
+        with (fts.filled_at_once(self.connection.exec_driver_sql)
+              if self.connection.dialect.name == "sqlite" else nullcontext()):
             self.connection.execute(insert)
-        with_candidate = with_root.join(CANDIDATE, and_(CANDIDATE.c.root_id == root.c.id,
-                                                        CANDIDATE.c.rel_dir == staged.c.rel_dir))
         for table, target, names in ((self.findings, FINDING, FINDING_COLUMNS),
                                      (self.resources, RESOURCE, RESOURCE_COLUMNS)):
             self.connection.execute(sql_insert(target).from_select(
