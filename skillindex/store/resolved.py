@@ -30,6 +30,12 @@ def set_id(session: Session, index_name: str, key: str) -> int | None:
     return None if found is None else int(found)
 
 
+# What resolution reads of a candidate besides its id and root: `resolvable` selects or
+# filters on each. A reindex that replaces candidates leaving all of them as they were may
+# carry a stored resolution over (staging.Stage.keeps_resolution).
+RESOLVED_COLUMNS = ("name", "enabled", "status", "skill_path", "real_path")
+
+
 def resolvable(session: Session, index_name: str, paths: Sequence[str],
                ) -> tuple[list[tuple[int, str, bool, str, str, str | None]], set[str]]:
     """What resolution needs of every accepted, named candidate of these roots:

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sql_insert
 
-from skillindex.store import fts
+from skillindex.store import fts, resolved
 from skillindex.store.models import Base
 
 CANDIDATE, FINDING, RESOURCE, ROOT = (
@@ -38,8 +38,6 @@ CANDIDATE_COLUMNS = (
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
                     "risks", "ctime_ns")
-# What resolution reads of a candidate besides its root (store/resolved.resolvable).
-RESOLVED_COLUMNS = ("name", "enabled", "status", "skill_path", "real_path")
 BATCH = 2_000
 
 
@@ -153,7 +151,7 @@ class Stage:
                 CANDIDATE, CANDIDATE.c.id == staged.c.previous_id))
             .where(or_(CANDIDATE.c.id.is_(None),
                        *(staged.c[name].is_distinct_from(CANDIDATE.c[name])
-                         for name in RESOLVED_COLUMNS)))).scalar_one()
+                         for name in resolved.RESOLVED_COLUMNS)))).scalar_one()
         return int(differing) == 0
 
     def replacements(self, index_name: str) -> list[tuple[int, int]]:
