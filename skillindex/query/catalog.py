@@ -169,10 +169,14 @@ class _Renderer:
         return '{"skills": [', ", ", "]}"
 
     def render(self, entries: Sequence[CatalogEntry]) -> str:
-        if not entries:
+        return self.joined([self.entry(e) for e in entries])
+
+    def joined(self, texts: Sequence[str]) -> str:
+        """The catalog of these rendered entries (none is the empty text)."""
+        if not texts:
             return ""
         head, between, tail = self.frame()
-        return head + between.join(self.entry(e) for e in entries) + tail
+        return head + between.join(texts) + tail
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -260,32 +264,36 @@ def _with_cap(items: Iterable[CatalogItem], cap: int) -> Iterator[CatalogEntry]:
                            truncated=description != item.description)
 
 
-def _sizes(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> Iterator[int]:
-    """The length of the catalog of the first entry, of the first two, and so on: summed as
-    the entries come, so a caller may stop once over its budget without rendering the rest."""
+def _measured(renderer: _Renderer, entries: Iterable[CatalogEntry],
+              ) -> Iterator[tuple[CatalogEntry, str, int]]:
+    """Each entry, its text, and the length of the catalog of it and the entries before it:
+    summed as the entries come, so a caller may stop once over its budget without rendering
+    the rest."""
     head, between, tail = renderer.frame()
     used = len(head) + len(tail) - len(between)
     for entry in entries:
-        used += len(between) + len(renderer.entry(entry))
-        yield used
+        text = renderer.entry(entry)
+        used += len(between) + len(text)
+        yield entry, text, used
+
+
+def _sizes(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> Iterator[int]:
+    """The length of the catalog of the first entry, of the first two, and so on."""
+    return (used for _entry, _text, used in _measured(renderer, entries))
 
 
 def _rendered_within(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int,
                      ) -> tuple[str, tuple[CatalogEntry, ...]] | None:
     """The catalog of these entries and the entries, if it fits in `max_chars`, each entry
     rendered once; None as soon as it does not, so that no more entries are made than that."""
-    head, between, tail = renderer.frame()
-    used = len(head) + len(tail) - len(between)
     kept: list[CatalogEntry] = []
-    texts = []
-    for entry in entries:
-        text = renderer.entry(entry)
-        used += len(between) + len(text)
+    texts: list[str] = []
+    for entry, text, used in _measured(renderer, entries):
         if used > max_chars:
             return None
         kept.append(entry)
         texts.append(text)
-    return (head + between.join(texts) + tail if texts else ""), tuple(kept)
+    return renderer.joined(texts), tuple(kept)
 
 
 def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) -> bool:
