@@ -245,8 +245,9 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     where: dict[int, tuple[str, str, str]] = {}
     for root_id, (root, *stored) in stored_roots.items():
         spec = specs.get(root)
-        where[root_id] = tuple(map(str, stored if spec is None  # type: ignore[assignment]
-                                   else (spec.scope, spec.provider, spec.precedence)))
+        scope, provider, precedence = (stored if spec is None
+                                       else (spec.scope, spec.provider, spec.precedence))
+        where[root_id] = (str(scope), str(provider), str(precedence))
     # Then a column at a time, in C: a Python step per row costs more than reading it.
     names, cids, paths, root_ids = zip(*rows, strict=True) if rows else ((), (), (), ())
     places = list(zip(*map(where.__getitem__, root_ids), strict=True)) or [(), (), ()]
