@@ -239,7 +239,7 @@ class SkillIndex:
         without changing what resolution reads of them (an edited description or body)
         carries the stored resolution over instead of resolving every skill again."""
         carried = None
-        if previous is not None and replaced is not None and not self._quarantining:
+        if previous is not None and replaced is not None:  # none is stored when quarantining
             carried = winners.carry(session, self.index_name, self.plan.roots, self._rules(),
                                     previous, replaced)
         resolved.drop_sets_over(session, self.index_name, changed, keep=carried)
