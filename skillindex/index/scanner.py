@@ -151,7 +151,7 @@ class _RootWalk:
             self.problem(entry.path, code, f"cannot list directory: {exc.strerror}")
             return None
         child_rel = f"{frame.rel}{name}"
-        if any(child.name == ENTRY for child in children):
+        if ENTRY in map(by_name, children):
             return scan_skill(child_rel, entry.path, child_real, children,
                               self.known.get(child_rel), self.rules_key, self.lookup,
                               self.limits)

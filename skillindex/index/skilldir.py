@@ -141,7 +141,11 @@ class _Listing:
         entry = self.entry_stat
         parts = [rules_key, "" if entry is None else _stat_text(ENTRY, entry),
                  "" if self.entry_problem is None else self.entry_problem.message]
-        parts.extend(sorted(_stat_text(rel, st) for rel, _path, st in self.files))
+        # _stat_text, written out: this runs for every file of every reindex.
+        files = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0"
+                 f"{st.st_dev}\0{st.st_mode}" for rel, _path, st in self.files]
+        files.sort()
+        parts.extend(files)
         parts.extend(sorted(finding.message for finding in self.findings))
         return xxhash.xxh3_128_hexdigest("\n".join(parts).encode("utf-8", "surrogateescape"))
 
@@ -163,21 +167,28 @@ def _hard_link(rel_path: str) -> Finding:
 
 
 def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _Listing:
+    # Run for every skill of every reindex, changed or not: the common case (a regular file
+    # that is not a link) takes the fewest steps, and files are appended here, not by a call.
     listing = _Listing()
+    files = listing.files
     visited = {top}
-    stack: list[tuple[str, str, list[os.DirEntry[str]]]] = [("", top, entries)]
+    # (rel as listed, real path, whether real is top + rel, entries)
+    stack: list[tuple[str, str, bool, list[os.DirEntry[str]]]] = [("", top, True, entries)]
     prefix = len(top.rstrip("/")) + 1
+    most = limits.max_skill_files - 2  # beside the file at hand and SKILL.md
+    largest = limits.max_file_bytes
+    regular = stat_module.S_ISREG
     while stack:
-        rel, real, current = stack.pop()
+        rel, real, aligned, current = stack.pop()
         for entry in current:
             name = entry.name
-            rel_path = f"{rel}{name}"
+            if name.startswith("."):
+                continue
             if not rel and name == ENTRY:
                 _entry_stat(entry, listing)
                 continue
-            if name.startswith("."):
-                continue
-            if not is_text(name):
+            rel_path = f"{rel}{name}"
+            if not (name.isascii() or is_text(name)):
                 listing.findings.append(_warn(
                     "name-not-utf8", f"{shown_name(rel_path)}: the name is not UTF-8; "
                     "left out of the manifest"))
@@ -186,47 +197,49 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 linked = entry.is_symlink()
                 if not linked and entry.is_dir(follow_symlinks=False):
                     # The directory's own type from the listing: no stat, it is not in the key.
-                    _descend(listing, stack, visited, rel_path, f"{real}/{name}")
+                    _descend(listing, stack, visited, rel_path, f"{real}/{name}", aligned)
                     continue
                 st = entry.stat()
             except OSError as exc:
                 listing.findings.append(_warn(
                     "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
                 continue
-            target = realpath(entry.path) if linked else f"{real}/{name}"
-            if target is None or (linked and not is_inside(target, top)):
+            target = realpath(entry.path) if linked else None
+            if linked and (target is None or not is_inside(target, top)):
                 listing.findings.append(_warn(
                     "symlink-escape", f"{rel_path} links outside the skill; left out"))
                 continue
-            if stat_module.S_ISDIR(st.st_mode):
-                _descend(listing, stack, visited, rel_path, target)
+            if not regular(st.st_mode):
+                if stat_module.S_ISDIR(st.st_mode):  # a link to one (or one since listed)
+                    _descend(listing, stack, visited, rel_path, target or f"{real}/{name}",
+                             aligned and target is None)
+                else:
+                    listing.findings.append(_warn(
+                        "special-file", f"{rel_path} is not a regular file; never opened"))
                 continue
-            if not stat_module.S_ISREG(st.st_mode):
-                listing.findings.append(_warn(
-                    "special-file", f"{rel_path} is not a regular file; never opened"))
-                continue
-            if len(listing.files) + 2 > limits.max_skill_files:  # these files and SKILL.md
+            # Where it is opened from, beneath the skill: its path, unless a link led here.
+            beneath = (rel_path if aligned else f"{real}/{name}"[prefix:]) if target is None \
+                else target[prefix:]
+            if len(files) > most:
                 # One file past the limit proves the skill too large: list no further.
                 listing.too_many = True
                 return listing
-            _add_file(listing, rel_path, target[prefix:], st, limits)
+            files.append((rel_path, beneath, st))
+            listing.total_bytes += st.st_size
+            if st.st_nlink > 1:
+                listing.findings.append(_hard_link(rel_path))
+            if st.st_size > largest:
+                listing.findings.append(_too_large_file(rel_path, st.st_size, largest))
     return listing
 
 
-def _add_file(listing: _Listing, rel_path: str, beneath: str, st: os.stat_result,
-              limits: Limits) -> None:
-    listing.files.append((rel_path, beneath, st))
-    listing.total_bytes += st.st_size
-    if st.st_nlink > 1:
-        listing.findings.append(_hard_link(rel_path))
-    if st.st_size > limits.max_file_bytes:
-        listing.findings.append(_warn(
-            "file-too-large", f"{rel_path} is {st.st_size} bytes; the limit is "
-            f"{limits.max_file_bytes}: recorded by its size, never read or disclosed"))
+def _too_large_file(rel_path: str, size: int, largest: int) -> Finding:
+    return _warn("file-too-large", f"{rel_path} is {size} bytes; the limit is {largest}: "
+                 "recorded by its size, never read or disclosed")
 
 
-def _descend(listing: _Listing, stack: list[tuple[str, str, list[os.DirEntry[str]]]],
-             visited: set[str], rel_path: str, real: str) -> None:
+def _descend(listing: _Listing, stack: list[tuple[str, str, bool, list[os.DirEntry[str]]]],
+             visited: set[str], rel_path: str, real: str, aligned: bool) -> None:
     if real in visited:
         listing.findings.append(_warn(
             "symlink-loop", f"{rel_path} links to a directory already walked; not followed"))
@@ -237,7 +250,7 @@ def _descend(listing: _Listing, stack: list[tuple[str, str, list[os.DirEntry[str
         return
     visited.add(real)
     try:
-        stack.append((f"{rel_path}/", real, list_dir(real)))
+        stack.append((f"{rel_path}/", real, aligned, list_dir(real)))
     except OSError as exc:
         listing.findings.append(_warn(
             "unreadable", f"{rel_path}/: cannot list directory: {exc.strerror}"))
