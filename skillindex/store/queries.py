@@ -36,7 +36,6 @@ from skillindex.store.models import (
     Candidate,
     CatalogCache,
     Finding,
-    IndexRun,
     LoadEvent,
     Resource,
     Root,
@@ -44,10 +43,14 @@ from skillindex.store.models import (
 )
 from skillindex.store.rows import (
     RootCache,
+    add_known,
     candidate_of,
     event_of,
+    issue_of,
     levels_of,
     manifest_file_of,
+    root_values,
+    run_row,
     scans_of,
 )
 from skillindex.store.staging import Stage
@@ -78,11 +81,12 @@ def known_skills(session: Session, index_name: str, paths: Iterable[str],
     for a root that `entries` maps to names, only the skills in those entries directly under
     it (a targeted reindex reads what it walks, not the whole index)."""
     wanted = list(paths)
-    known: dict[str, dict[str, KnownSkill]] = defaultdict(dict)
-    columns = (Root.path, Candidate.rel_dir, Candidate.id, Candidate.tree_key, Candidate.status)
+    known: dict[str, dict[str, KnownSkill]] = {}
     whole = [path for path in wanted if entries is None or entries.get(path) is None]
-    statements = [select(*columns).join(Candidate, Candidate.root_id == Root.id)
-                  .where(Root.index_name == index_name, Root.path.in_(whole))] if whole else []
+    if whole:
+        statement, params = sql.for_paths(sql.KNOWN_SKILLS, whole)
+        add_known(known, session.execute(text(statement), {"index_name": index_name, **params}))
+    columns = (Root.path, Candidate.rel_dir, Candidate.id, Candidate.tree_key, Candidate.status)
     for path in wanted:
         names = sorted(entries.get(path) or ()) if entries is not None else []
         for start in range(0, len(names), 200):  # a bounded OR a statement
@@ -90,12 +94,9 @@ def known_skills(session: Session, index_name: str, paths: Iterable[str],
             inside = or_(Candidate.rel_dir.in_(chunk),
                          *(Candidate.rel_dir.startswith(f"{name}/", autoescape=True)
                            for name in chunk))
-            statements.append(select(*columns).join(Candidate, Candidate.root_id == Root.id)
-                              .where(Root.index_name == index_name, Root.path == path, inside))
-    rejected = model.Status.REJECTED.value
-    for statement in statements:
-        for root_path, rel_dir, cid, tree_key, status in session.execute(statement):
-            known[root_path][rel_dir] = KnownSkill(cid, tree_key, status == rejected)
+            add_known(known, session.execute(
+                select(*columns).join(Candidate, Candidate.root_id == Root.id)
+                .where(Root.index_name == index_name, Root.path == path, inside)))
     return known
 
 
@@ -176,12 +177,10 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     resolution reads of them (`Stage.keeps_resolution`), the (old id, new id) of each; else
     None. `session` must be bound to the stage's connection: the staged rows live there.
     """
-    run_id = session.execute(
-        insert(IndexRun).returning(IndexRun.id),
-        [{"index_name": index_name, "started_at": started_at, "finished_at": finished_at,
-          "cwd": cwd, "all_roots": all_roots, "roots": len(roots), "duration_s": duration_s,
-          **counts}],
-    ).scalar_one()
+    run_id = session.execute(text(sql.INSERT_RUN), run_row(
+        index_name=index_name, started_at=started_at, finished_at=finished_at, cwd=cwd,
+        all_roots=all_roots, roots=len(roots), duration_s=duration_s, counts=counts,
+        as_text=session.get_bind().dialect.name == "sqlite")).scalar_one()
     existing = dict(session.execute(
         select(Root.path, Root.id).where(Root.index_name == index_name,
                                          Root.path.in_([str(w.spec.path) for w in roots]))
@@ -189,11 +188,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     root_ids: dict[str, int] = {}
     for write in roots:
         spec = write.spec
-        values = {"scope": spec.scope.value, "provider": spec.provider,
-                  "precedence": spec.precedence, "position": spec.position,
-                  "max_depth": spec.max_depth, "require_description": spec.require_description,
-                  "validation": spec.validation.value, "name_prefix": spec.name_prefix,
-                  "present": write.present}
+        values = root_values(spec, write.present)
         # last_run_id names the last run that changed the root's candidates: a cached catalog
         # depends on it, so a reindex that finds nothing new keeps the cache valid.
         if write.changed or str(spec.path) not in existing:
@@ -208,8 +203,9 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                 [{"index_name": index_name, "path": path, **values}],
             ).scalar_one()
     _clear_scan_issues(session, roots, root_ids)
-    issues = [{"root_id": root_ids[str(w.spec.path)], "path": str(p.path), "code": p.code,
-               "message": p.message} for w in roots for p in w.problems]
+    issues = [{"root_id": root_ids[str(w.spec.path)],
+               **dict(zip(("path", "code", "message"), issue_of(p), strict=True))}
+              for w in roots for p in w.problems]
     if issues:
         session.execute(insert(SCAN_ISSUE), issues)
     stage.prepare()

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from skillindex import model
-from skillindex.store.chain import utc
+from skillindex.index.skilldir import KnownSkill
+from skillindex.store import sql
+from skillindex.store.chain import stored_time, utc
 
 RootCache = dict[str, tuple[Path, model.Scope]]
 
@@ -60,3 +62,42 @@ def levels_of(row: Sequence[Any]) -> model.SessionLevels:
     """A row of `sql.AUDIT_LEVELS`."""
     session, l1, l2, l3, count = row
     return model.SessionLevels(session, int(l1), int(l2), int(l3), int(count))
+
+
+def add_known(known: dict[str, dict[str, KnownSkill]], rows: Iterable[Sequence[Any]]) -> None:
+    """Rows of `sql.KNOWN_SKILLS` into `known`, per root path and skill directory."""
+    rejected = model.Status.REJECTED.value
+    for root_path, rel_dir, cid, tree_key, status in rows:
+        known.setdefault(root_path, {})[rel_dir] = KnownSkill(cid, tree_key, status == rejected)
+
+
+def root_values(spec: model.RootSpec, present: bool) -> dict[str, object]:
+    """What a reindex stores of a root, by the column names of `sql.ROOT_VALUES`."""
+    return dict(zip(sql.ROOT_VALUES, (
+        spec.scope.value, spec.provider, spec.precedence, spec.position, spec.max_depth,
+        spec.require_description, spec.validation.value, spec.name_prefix, present),
+        strict=True))
+
+
+def stored_form(values: Iterable[object]) -> tuple[object, ...]:
+    """Values as a SQLite row holds them (a boolean as 0 or 1), to compare one with a row."""
+    return tuple(int(value) if isinstance(value, bool) else value for value in values)
+
+
+def issue_of(problem: model.ScanProblem) -> tuple[str, str, str]:
+    """What a reindex stores of a scan problem: path, code, message (`sql.SCAN_ISSUES`)."""
+    return str(problem.path), problem.code, problem.message
+
+
+def run_row(*, index_name: str, started_at: datetime, finished_at: datetime, cwd: str,
+            all_roots: bool, roots: int, duration_s: float, counts: dict[str, int],
+            as_text: bool) -> dict[str, object]:
+    """The parameters of `sql.INSERT_RUN`; `as_text` gives the times as SQLite keeps them
+    (`chain.stored_time`), for a driver that would not convert them itself."""
+    times: tuple[object, object] = ((stored_time(started_at), stored_time(finished_at))
+                                    if as_text else (started_at, finished_at))
+    row: dict[str, object] = {
+        "index_name": index_name, "started_at": times[0], "finished_at": times[1], "cwd": cwd,
+        "all_roots": all_roots, "roots": roots, "duration_s": duration_s,
+        **{name: counts[name] for name in sql.RUN_COLUMNS[7:]}}
+    return row

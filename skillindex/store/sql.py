@@ -71,6 +71,26 @@ COLLIDED_NAMES = ("SELECT json_extract(collision, '$.name') FROM resolved_winner
 MANIFEST_FILE = ("SELECT rel_path, size, xxh3, sha256 FROM resource "
                  "WHERE candidate_id = :candidate_id AND rel_path = :rel_path")
 
+# What a reindex compares the disk with (both paths; `{paths}` through `for_paths`): each
+# skill's tree key, each root's stored values (`ROOT_VALUES` names them, in `rows.root_values`'
+# order) and its scan issues; and the row that records a run.
+KNOWN_SKILLS = ("SELECT r.path, c.rel_dir, c.id, c.tree_key, c.status FROM root r "
+                "JOIN candidate c ON c.root_id = r.id "
+                "WHERE r.index_name = :index_name AND r.path IN ({paths})")
+ROOT_VALUES = ("scope", "provider", "precedence", "position", "max_depth",
+               "require_description", "validation", "name_prefix", "present")
+STORED_ROOTS = (f"SELECT path, {', '.join(ROOT_VALUES)} FROM root "
+                "WHERE index_name = :index_name AND path IN ({paths})")
+SCAN_ISSUES = ("SELECT r.path, s.path, s.code, s.message FROM scan_issue s "
+               "JOIN root r ON r.id = s.root_id "
+               "WHERE r.index_name = :index_name AND r.path IN ({paths})")
+RUN_COLUMNS = ("index_name", "started_at", "finished_at", "cwd", "all_roots", "roots",
+               "duration_s", "seen", "added", "changed", "unchanged", "removed", "rejected",
+               "files_read")
+INSERT_RUN = (f"INSERT INTO index_run ({', '.join(RUN_COLUMNS)}) "
+              f"VALUES ({', '.join(':' + name for name in RUN_COLUMNS)}) RETURNING id")
+REINDEX_HOLDER = "SELECT holder FROM reindex_lock WHERE index_name = :index_name"
+
 # The audit chain (see store/chain.py): the head of an index's chain, and one append after it.
 AUDIT_HEAD = ("SELECT row_hash, time FROM load_event WHERE index_name = :index_name "
               "ORDER BY id DESC LIMIT 1")
@@ -106,15 +126,19 @@ def audit_filter(statement: str, index_name: str, *, session: str | None, skill:
     return statement.format(where=" AND ".join(where)), params
 
 
-def root_runs(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """ROOT_RUNS for these paths (an IN list both drivers bind) and its path parameters."""
+def for_paths(statement: str, paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """A statement with a `{paths}` IN list, for these root paths (as both drivers bind it),
+    and its path parameters."""
     names = [f"p{n}" for n in range(len(paths))]
     marks = ", ".join(f":{name}" for name in names) or "NULL"
-    return ROOT_RUNS.format(paths=marks), dict(zip(names, paths, strict=True))
+    return statement.format(paths=marks), dict(zip(names, paths, strict=True))
+
+
+def root_runs(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """ROOT_RUNS for these paths and its path parameters."""
+    return for_paths(ROOT_RUNS, paths)
 
 
 def root_scans(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """ROOT_SCANS for these paths and its path parameters."""
-    names = [f"p{n}" for n in range(len(paths))]
-    marks = ", ".join(f":{name}" for name in names) or "NULL"
-    return ROOT_SCANS.format(paths=marks), dict(zip(names, paths, strict=True))
+    return for_paths(ROOT_SCANS, paths)
