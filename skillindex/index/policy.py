@@ -21,6 +21,9 @@ KNOWN_FIELDS = frozenset(
 )
 # Bumped whenever a rule changes, so that a reindex re-judges files it would otherwise skip.
 RULES_VERSION = 2
+# The same for the risk rules (index/risk.py, which names it RULES_VERSION): kept here so that
+# a walk can key a skill without compiling those rules' patterns and matcher.
+RISK_RULES_VERSION = 1
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _UNSAFE_ASCII = re.compile(r"[/\x00-\x1f\x7f]")
@@ -54,11 +57,7 @@ def unsafe_name(name: str) -> bool:
 
 def rules_key(root: RootSpec) -> str:
     """What, besides the file, decides a verdict; a stored verdict is reused only if it matches."""
-    # Imported here: the providers import this module, and a one-shot read has no use for the
-    # risk rules' patterns and matcher.
-    from skillindex.index import risk  # noqa: PLC0415
-
-    return (f"{RULES_VERSION}:{risk.RULES_VERSION}:{root.validation}:"
+    return (f"{RULES_VERSION}:{RISK_RULES_VERSION}:{root.validation}:"
             f"{int(root.require_description)}:{root.name_prefix}")
 
 

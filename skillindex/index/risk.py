@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-# Part of every skill's change key: bump it when a rule changes, so files are judged again.
-RULES_VERSION = 1
+from skillindex.index.policy import RISK_RULES_VERSION as RULES_VERSION
+
+# RULES_VERSION is part of every skill's change key: bump it (in index/policy.py) when a rule
+# here changes, so files are judged again.
 
 HIDDEN_UNICODE = "hidden-unicode"
 PROMPT_INJECTION = "prompt-injection"
