@@ -376,7 +376,10 @@ IMPORTS = textwrap.dedent("""
     ["audit", "--levels", "--since", "2000-01-01"],
     ["search", "use beta"],
     ["--json", "search", "alpha", "--limit", "1"],
-], ids=["read", "resource", "command", "audit", "audit-levels", "search", "search-json"])
+    ["reindex"],
+    ["--json", "reindex", "--jobs", "2"],
+], ids=["read", "resource", "command", "audit", "audit-levels", "search", "search-json",
+        "unchanged-reindex", "unchanged-reindex-json"])
 def test_one_shot_commands_do_not_import_sqlalchemy(setup: Setup, command: list[str]) -> None:
     oneshot.read(str(setup.config), **setup.where(uri="skill://beta", session="s"))
     argv = ["--config", str(setup.config), "--db", setup.db, "--cwd", str(setup.cwd), *command]

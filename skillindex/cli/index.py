@@ -26,7 +26,7 @@ from skillindex.cli.common import (
     print_json_array,
     table,
 )
-from skillindex.model import FindingCount, Status
+from skillindex.model import FindingCount, IndexReport, Status
 
 
 class _Progress:
@@ -118,20 +118,18 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
     options = options_of(ctx, as_json)
     progress = (_Progress() if sys.stderr.isatty() and not options.json and not quiet
                 else None)
-    with options.open(create=True) as index:
-
-        def waiting(holder: str) -> None:
-            echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
-                       f"waiting up to {index.settings.reindex_timeout:g} s", err=True)
-
-        try:
-            report = index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
-                                   on_wait=waiting, jobs=jobs)
-        finally:
-            if progress is not None:
-                progress.clear()
-        mostly_rejected = not options.json and report.rejected * 2 > report.seen
-        reasons = index.finding_counts(rejected=True)[:3] if mostly_rejected else []
+    try:
+        report = None if all_roots else _unchanged(options, progress)
+        if report is None:
+            report = _reindexed(options, all_roots=all_roots, no_wait=no_wait, jobs=jobs,
+                                progress=progress)
+    finally:
+        if progress is not None:
+            progress.clear()
+    reasons: Sequence[FindingCount] = []
+    if not options.json and not quiet and report.rejected * 2 > report.seen:
+        with options.open() as index:
+            reasons = index.finding_counts(rejected=True)[:3]
     if options.json:
         print_json(report.as_dict())
         return
@@ -160,6 +158,29 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
         echo("`skillindex list` shows the skills in the catalog"
                    + (", `skillindex rejections` why some were rejected" if report.rejected
                       else ""))
+
+
+def _unchanged(options: Options, progress: _Progress | None) -> IndexReport | None:
+    """The reindex of a migrated SQLite index that finds nothing new, through sqlite3 (it only
+    records its run); None when there is more to write, for the full path."""
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    return oneshot.reindex(options.config, db=options.db, cwd=options.cwd,
+                           index=options.index, progress=progress)
+
+
+def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | None,
+               progress: _Progress | None) -> IndexReport:
+    with options.open(create=True) as index:
+
+        def waiting(holder: str) -> None:
+            echo(f"skillindex: index {index.index_name!r} is being reindexed by {holder}; "
+                 f"waiting up to {index.settings.reindex_timeout:g} s", err=True)
+
+        if progress is not None:
+            progress.clear()  # what an unfinished check drew: the walk starts again
+        return index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
+                             on_wait=waiting, jobs=jobs)
 
 
 def _narrowing(command: Callable[..., None]) -> Callable[..., None]:

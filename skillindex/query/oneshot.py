@@ -1,15 +1,19 @@
-"""Answers one-shot reads, /skill: messages and audit listings through sqlite3, without SQLAlchemy.
+"""Answers one-shot reads, /skill: messages, audit listings and reindexes that find nothing new
+through sqlite3, without SQLAlchemy.
 
 Each function returns what the `SkillIndex` method of the same name would, or None when the
 request needs the full path: not a plain SQLite file, another schema, no stored resolution for
 these roots, a root that quarantines risky skills, a name that does not win, a database error
-before anything is disclosed. The full path then answers, and reports errors, as it always does.
+before anything is disclosed, anything for a reindex to write but its run. The full path then
+answers, and reports errors, as it always does.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from itertools import repeat
 from pathlib import Path
 from sqlite3 import Connection
@@ -23,10 +27,12 @@ from skillindex.model import (
     AuditEvent,
     Candidate,
     Disclosure,
+    IndexReport,
     Level,
     ManifestFile,
     RiskPolicy,
     RootSpec,
+    ScanProblem,
     SessionLevels,
     SkillCommand,
 )
@@ -36,7 +42,7 @@ from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_coll
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
-from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of
+from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of, run_row
 
 T = TypeVar("T")
 KeyOf = Callable[[fastpath.RootRuns], str]
@@ -282,3 +288,46 @@ def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
                         stored_collision(collision))
         hits.append(SearchHit(score, winner))
     return hits
+
+
+def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+            index: str | None, progress: Callable[[int, int | None, str], None] | None = None,
+            ) -> IndexReport | None:
+    """`SkillIndex.reindex()` when it finds every skill, root and problem as stored, which
+    writes nothing but its run; None for the full path (whatever else there is to write)."""
+    from skillindex.index import recheck  # noqa: PLC0415  (the walk: only this command's)
+
+    here = _here(config, db, cwd, index)
+    if here is None or not here.settings.enabled:
+        return None
+    started, clock = datetime.now(UTC), time.perf_counter()
+    plan = plan_roots(here.settings, here.env)
+    roots = plan.roots
+    rules = Rules.from_settings(here.settings)
+    # Where a root quarantines, no resolution is stored; elsewhere the stored one must be
+    # there for the roots as they are, as the full path would leave it.
+    key_of = (None if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots)
+              else lambda runs: set_key(runs, roots, rules))
+    found: list[tuple[dict[str, int], list[ScanProblem]]] = []
+
+    def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
+        walked = recheck.unchanged(roots, stored, limits=here.settings.limits,
+                                   progress=progress)
+        if walked is None:
+            return None
+        found.append(walked)
+        return run_row(index_name=here.index_name, started_at=started,
+                       finished_at=datetime.now(UTC), cwd=str(here.env.cwd), all_roots=False,
+                       roots=len(roots), duration_s=time.perf_counter() - clock,
+                       counts=walked[0], as_text=True)
+
+    with fastpath.opened(here.path) as connection:
+        if connection is None:
+            return None
+        run_id = fastpath.record_unchanged(connection, here.index_name,
+                                           [str(spec.path) for spec in roots], key_of, check)
+    if run_id is None:
+        return None
+    counts, problems = found[0]
+    return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock, roots=len(roots),
+                       problems=(*plan.problems, *problems), **counts)

@@ -1,4 +1,5 @@
-"""Reads a SQLite index at the current schema, and appends to its audit chain, through sqlite3.
+"""Reads a SQLite index at the current schema, appends to its audit chain and records a reindex
+that found nothing new, through sqlite3.
 
 The statements are those of store/sql.py and the chain is store/chain.py's, so what this path
 reads and writes is what the SQLAlchemy path would. Every function answers None (or False)
@@ -11,17 +12,20 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from skillindex import model
+from skillindex.index.skilldir import KnownSkill
 from skillindex.store import fts, sql
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
-from skillindex.store.rows import manifest_file_of, scans_of
+from skillindex.store.rows import add_known, manifest_file_of, scans_of
 
 RootRuns = list[tuple[str, int]]
 T = TypeVar("T")
+KnownSkills = dict[str, dict[str, KnownSkill]]
 Found = tuple[int, Any, model.ManifestFile | None]  # place, winner row, manifest row
 
 
@@ -204,5 +208,56 @@ def audit_rows(connection: sqlite3.Connection, statement: str,
     """The rows of one audit listing (`sql.audit_filter`); None when the database fails."""
     try:
         return connection.execute(statement, params).fetchall()
+    except sqlite3.Error:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRoots:
+    """What the index holds of some roots, as a reindex compares the disk with it."""
+
+    known: KnownSkills  # per root path, per skill directory (`sql.KNOWN_SKILLS`)
+    values: dict[str, tuple[Any, ...]]  # per root path, its `sql.ROOT_VALUES`
+    issues: dict[str, list[tuple[str, str, str]]]  # per root path (`sql.SCAN_ISSUES`)
+
+
+def record_unchanged(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                     key_of: Callable[[RootRuns], str] | None,
+                     check: Callable[[StoredRoots], dict[str, object] | None]) -> int | None:
+    """Read what the index holds of these roots, let `check` compare the disk with it, and
+    insert the run it returns (`sql.INSERT_RUN`), all in one transaction; the run's id.
+
+    None, with nothing written, when `check` finds a difference, another reindex holds the
+    index's lock, no resolution of the roots is stored (with `key_of`), or the database fails;
+    a write committed by another connection while `check` ran fails the insert, since SQLite
+    will not let a transaction write over a state it did not read.
+    """
+    where = {"index_name": index_name}
+    try:
+        connection.execute("BEGIN")
+        try:
+            if connection.execute(sql.REINDEX_HOLDER, where).fetchone() is not None:
+                return None
+            if key_of is not None and _set_id(connection, index_name, roots, key_of) is None:
+                return None
+            known: KnownSkills = {}
+            statement, params = sql.for_paths(sql.KNOWN_SKILLS, roots)
+            add_known(known, connection.execute(statement, {**where, **params}))
+            statement, params = sql.for_paths(sql.STORED_ROOTS, roots)
+            values = {row[0]: tuple(row[1:])
+                      for row in connection.execute(statement, {**where, **params})}
+            issues: dict[str, list[tuple[str, str, str]]] = {}
+            statement, params = sql.for_paths(sql.SCAN_ISSUES, roots)
+            for root, path, code, message in connection.execute(statement, {**where, **params}):
+                issues.setdefault(root, []).append((path, code, message))
+            row = check(StoredRoots(known, values, issues))
+            if row is None:
+                return None
+            ((run_id,),) = connection.execute(sql.INSERT_RUN, row).fetchall()
+            connection.execute("COMMIT")
+            return int(run_id)
+        finally:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
     except sqlite3.Error:
         return None

@@ -1,0 +1,228 @@
+"""A reindex that finds nothing new, recorded through sqlite3 (oneshot.reindex): the same run and
+index as the full path leaves, and the full path whenever there is anything else to write."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from skillindex import SkillIndex
+from skillindex.cli import cli
+from skillindex.model import IndexReport
+from skillindex.query import oneshot
+from skillindex.store import fastpath
+from tests.conftest import write_skill
+from tests.test_lock import ME, held_in_a_thread
+
+# What differs between two runs that found the same: when they ran and how long they took.
+RUN_TIMES = ("id", "started_at", "finished_at", "duration_s")
+
+
+@dataclass
+class Tree:
+    high: Path
+    low: Path
+    config: Path
+    db: str
+    cwd: Path
+
+    def argv(self, db: str | None = None) -> list[str]:
+        return ["--config", str(self.config), "--db", db or self.db, "--cwd", str(self.cwd)]
+
+    def quick(self, db: str | None = None) -> IndexReport | None:
+        return oneshot.reindex(str(self.config), db=db or self.db, cwd=self.cwd, index=None)
+
+    def full(self, db: str | None = None) -> SkillIndex:
+        return SkillIndex.open(str(self.config), db=db or self.db, cwd=self.cwd)
+
+    def copy(self) -> str:
+        copied = str(self.cwd / "copy.sqlite")
+        with sqlite3.connect(self.db) as source, sqlite3.connect(copied) as target:
+            source.backup(target)
+        return copied
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tree]:
+    """Two roots (one name in both, a rejected skill, a skill with resources) indexed once."""
+    high, low = tmp_path / "high", tmp_path / "low"
+    alpha = write_skill(high, "alpha")
+    (alpha / "references").mkdir()
+    (alpha / "references" / "guide.md").write_text("guide\n")
+    write_skill(high, "group/nested")
+    write_skill(low, "alpha", body="# The shadowed one\n")
+    write_skill(low, "beta")
+    write_skill(low, "broken", frontmatter="name: [unclosed\n")
+    config = tmp_path / "config.toml"
+    config.write_text("[skills]\npresets = false\n\n"
+                      f'[[roots]]\npath = "{high}"\nprecedence = 20\nmax_depth = 2\n\n'
+                      f'[[roots]]\npath = "{low}"\nprecedence = 10\n')
+    home = tmp_path / "home"
+    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
+                        "XDG_DATA_HOME": home / ".data"}.items():
+        monkeypatch.setenv(name, str(value))
+    for name in ("SKILLINDEX_CONFIG", "SKILLINDEX_DB"):
+        monkeypatch.delenv(name, raising=False)
+    found = Tree(high, low, config, str(tmp_path / "index.sqlite"), tmp_path)
+    with found.full() as index:
+        index.reindex()
+    yield found
+
+
+def dump(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows, sorted; of the runs, what does not depend on when they ran."""
+    with sqlite3.connect(db) as connection:
+        connection.row_factory = sqlite3.Row
+        tables = [name for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND name NOT LIKE '%fts%' AND name != 'reindex_lock'")]
+        found = {}
+        for table in tables:
+            rows = [dict(row) for row in connection.execute(f"SELECT * FROM {table}")]
+            if table == "index_run":
+                rows = [{k: v for k, v in row.items() if k not in RUN_TIMES} for row in rows]
+            found[table] = sorted(tuple(sorted(row.items())) for row in rows)
+    return found
+
+
+def runs(db: str) -> int:
+    with sqlite3.connect(db) as connection:
+        (count,) = connection.execute("SELECT COUNT(*) FROM index_run").fetchone()
+    return int(count)
+
+
+def report_fields(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k not in ("run_id", "duration_s")}
+
+
+def test_an_unchanged_tree_is_recorded_as_the_full_path_records_it(tree: Tree) -> None:
+    other = tree.copy()
+    quick = CliRunner().invoke(cli, [*tree.argv(), "--json", "reindex"], catch_exceptions=False)
+    assert quick.exit_code == 0, quick.output
+    with tree.full(other) as index:
+        full = index.reindex()
+    assert report_fields(json.loads(quick.stdout)) == report_fields(full.as_dict())
+    assert full.unchanged == 5 and full.rejected == 1
+    assert dump(tree.db) == dump(other)
+    # And it was the sqlite3 path that wrote it: it answers for the tree as it is.
+    before = runs(tree.db)
+    report = tree.quick()
+    assert report is not None and report.run_id > json.loads(quick.stdout)["run_id"]
+    assert runs(tree.db) == before + 1
+
+
+def _non_utf8_folder(tree: Tree) -> None:
+    os.mkdir(os.fsencode(tree.low) + b"/bad-\xff")
+
+
+def _rename_root(tree: Tree) -> None:
+    moved = tree.low.with_name("moved")
+    shutil.copytree(tree.low, moved)
+    tree.config.write_text(tree.config.read_text().replace(f'"{tree.low}"', f'"{moved}"'))
+
+
+CHANGES: dict[str, Callable[[Tree], object]] = {
+    "edited": lambda t: write_skill(t.low, "beta", description="Does another thing."),
+    "touched": lambda t: os.utime(t.high / "alpha" / "references" / "guide.md", (1, 1)),
+    "added": lambda t: write_skill(t.high, "gamma"),
+    "added-resource": lambda t: (t.low / "beta" / "notes.md").write_text("notes\n"),
+    "removed": lambda t: shutil.rmtree(t.low / "beta"),
+    "removed-root": lambda t: shutil.rmtree(t.high),
+    "root-precedence": lambda t: t.config.write_text(
+        t.config.read_text().replace("precedence = 10", "precedence = 30")),
+    "root-validation": lambda t: t.config.write_text(
+        t.config.read_text().replace("precedence = 10\n", 'precedence = 10\nvalidation = '
+                                     '"strict"\n')),
+    "new-root": _rename_root,
+    "scan-problem": _non_utf8_folder,
+    "collision-policy": lambda t: t.config.write_text(
+        t.config.read_text().replace("presets = false", 'presets = false\n'
+                                     'collision_policy = "qualify"')),
+    "ignored-skill": lambda t: t.config.write_text(
+        t.config.read_text().replace("presets = false", 'presets = false\n'
+                                     'ignored_skills = ["beta"]')),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_anything_more_to_write_takes_the_full_path(tree: Tree,
+                                                   change: Callable[[Tree], object]) -> None:
+    change(tree)
+    other = tree.copy()
+    before = runs(tree.db)
+    assert tree.quick() is None
+    assert runs(tree.db) == before  # nothing written
+    done = CliRunner().invoke(cli, [*tree.argv(), "--json", "reindex"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    with tree.full(other) as index:
+        full = index.reindex()
+        index.winners()  # the resolution a query stores, where the reindex did not
+    with tree.full() as index:
+        index.winners()
+    assert report_fields(json.loads(done.stdout)) == report_fields(full.as_dict())
+    assert dump(tree.db) == dump(other)
+    # Written by the full path, the change leaves an index the quick path then finds as is.
+    assert tree.quick() is not None
+
+
+def test_a_problem_found_again_is_reported_and_the_run_recorded(tree: Tree) -> None:
+    _non_utf8_folder(tree)
+    with tree.full() as index:
+        full = index.reindex()
+    assert [p.code for p in full.problems] == ["name-not-utf8"]
+    quick = tree.quick()
+    assert quick is not None
+    assert quick.problems == full.problems
+    shown = CliRunner().invoke(cli, [*tree.argv(), "reindex", "--quiet"])
+    assert shown.exit_code == 0 and shown.stdout == ""
+    assert "not UTF-8" in shown.stderr and "[name-not-utf8]" in shown.stderr
+
+
+def test_a_reindex_in_progress_is_waited_for_not_overtaken(tree: Tree) -> None:
+    with held_in_a_thread(f"sqlite:///{tree.db}"):
+        assert tree.quick() is None
+        busy = CliRunner().invoke(cli, [*tree.argv(), "reindex", "--no-wait"])
+    assert busy.exit_code == 1
+    assert f"is being reindexed by {ME}" in busy.stderr
+
+
+def test_a_write_committed_during_the_walk_fails_the_record(tree: Tree) -> None:
+    paths = [str(tree.high), str(tree.low)]
+
+    def meanwhile(stored: fastpath.StoredRoots) -> dict[str, object] | None:
+        assert set(stored.known) == set(paths) and len(stored.known[str(tree.low)]) == 3
+        with sqlite3.connect(tree.db) as other:
+            other.execute("UPDATE root SET present = 1 - present")
+        return row
+
+    with tree.full() as index:
+        last = index.reindex()
+    row = {"index_name": "default", "started_at": "2026-01-01 00:00:00.000000",
+           "finished_at": "2026-01-01 00:00:01.000000", "cwd": str(tree.cwd), "all_roots": 0,
+           "roots": 2, "duration_s": 1.0, **{k: 0 for k in ("seen", "added", "changed",
+                                                            "unchanged", "removed", "rejected",
+                                                            "files_read")}}
+    before = runs(tree.db)
+    with fastpath.opened(tree.db) as connection:
+        assert connection is not None
+        assert fastpath.record_unchanged(connection, "default", paths, None, meanwhile) is None
+        assert runs(tree.db) == before
+        recorded = fastpath.record_unchanged(connection, "default", paths, None,
+                                             lambda stored: row)
+    assert recorded is not None and recorded > last.run_id
+    assert runs(tree.db) == before + 1
+
+
+def test_an_index_never_built_or_not_sqlite_takes_the_full_path(tree: Tree) -> None:
+    assert tree.quick(str(tree.cwd / "absent.sqlite")) is None
+    assert not (tree.cwd / "absent.sqlite").exists()
+    assert oneshot.reindex(str(tree.config), db="sqlite://", cwd=tree.cwd, index=None) is None
