@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from skillindex.index.hashing import CHUNK, SpecialFileError, read_file
+from skillindex.index.hashing import CHUNK, SpecialFileError, read_file, read_open
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,26 @@ def test_hashes_cover_every_byte_and_bytes_are_kept_only_within_the_limit(
     assert read.xxh3 == xxhash.xxh3_128_hexdigest(data)
     assert read.sha256 == hashlib.sha256(data).hexdigest()
     assert read.stat.size == size
+    assert (read.data == data) if kept else read.data is None
+
+
+@pytest.mark.parametrize(("size", "keep", "kept"), [
+    (100, 1000, True), (100, 100, True), (100, 99, False), (CHUNK + 10, CHUNK * 2, True),
+    (CHUNK * 2 + 10, CHUNK * 2, False)],
+    ids=["within", "at-limit", "past-limit", "past-a-chunk", "past-a-chunk-and-the-limit"])
+def test_a_file_that_grew_after_its_fstat_is_read_and_hashed_whole(
+        tmp_path: Path, size: int, keep: int, kept: bool) -> None:
+    # A read asks for one byte more than fstat said: here fstat said 10 bytes, so the first
+    # read is not short and the rest must still be read, hashed and (within the limit) kept.
+    data = os.urandom(size)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    fields = list(os.fstat(fd))
+    fields[6] = 10  # st_size
+    read = read_open(fd, os.stat_result(fields), keep_limit=keep)
+    assert read.xxh3 == xxhash.xxh3_128_hexdigest(data)
+    assert read.sha256 == hashlib.sha256(data).hexdigest()
     assert (read.data == data) if kept else read.data is None
 
 

@@ -117,18 +117,30 @@ def read_open(fd: int, st: os.stat_result, *, keep_limit: int) -> FileRead:
     `keep_limit` bytes long (-1: never). Memory stays bounded by the limit or one chunk."""
     try:
         # Asking for one byte more than fstat promised: a short read is the end of the file,
-        # so nearly every file takes a single read.
-        want = max(keep_limit, min(st.st_size, CHUNK)) + 1
+        # so nearly every file takes a single read. (Not the limit plus one: a buffer that
+        # large, allocated and shrunk for every small file, cost more than reading it.)
+        size = st.st_size
+        want = (size if size <= keep_limit else min(size, CHUNK)) + 1
         first = os.read(fd, want)
         if len(first) < want:
             x, s = digest(first)
             return FileRead(first if len(first) <= keep_limit else None, file_stat(st), x, s, st)
+        # Longer than fstat said (it grew), or than one chunk: hash the rest, and keep it all
+        # only while it still fits the limit.
         hx = xxhash.xxh3_128(first)
         hs = hashlib.sha256(first)
+        total = len(first)
+        kept: list[bytes] | None = [first] if total <= keep_limit else None
         while chunk := os.read(fd, CHUNK):
             hx.update(chunk)
             hs.update(chunk)
-        return FileRead(None, file_stat(st), hx.hexdigest(), hs.hexdigest(), st)
+            total += len(chunk)
+            if kept is not None and total <= keep_limit:
+                kept.append(chunk)
+            else:
+                kept = None
+        data = b"".join(kept) if kept is not None else None
+        return FileRead(data, file_stat(st), hx.hexdigest(), hs.hexdigest(), st)
     finally:
         os.close(fd)
 
