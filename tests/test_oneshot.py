@@ -378,8 +378,9 @@ IMPORTS = textwrap.dedent("""
     ["--json", "search", "alpha", "--limit", "1"],
     ["reindex"],
     ["--json", "reindex", "--jobs", "2"],
+    ["reindex", "--all"],
 ], ids=["read", "resource", "command", "audit", "audit-levels", "search", "search-json",
-        "unchanged-reindex", "unchanged-reindex-json"])
+        "unchanged-reindex", "unchanged-reindex-json", "unchanged-reindex-all"])
 def test_one_shot_commands_do_not_import_sqlalchemy(setup: Setup, command: list[str]) -> None:
     oneshot.read(str(setup.config), **setup.where(uri="skill://beta", session="s"))
     argv = ["--config", str(setup.config), "--db", setup.db, "--cwd", str(setup.cwd), *command]

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from skillindex import SkillIndex
 from skillindex.cli import cli
+from skillindex.index import recheck
 from skillindex.model import IndexReport
 from skillindex.query import oneshot
 from skillindex.store import fastpath
@@ -38,8 +40,10 @@ class Tree:
     def argv(self, db: str | None = None) -> list[str]:
         return ["--config", str(self.config), "--db", db or self.db, "--cwd", str(self.cwd)]
 
-    def quick(self, db: str | None = None) -> IndexReport | None:
-        return oneshot.reindex(str(self.config), db=db or self.db, cwd=self.cwd, index=None)
+    def quick(self, db: str | None = None, *, all_roots: bool = False,
+              jobs: int = 1) -> IndexReport | None:
+        return oneshot.reindex(str(self.config), db=db or self.db, cwd=self.cwd, index=None,
+                               all_roots=all_roots, jobs=jobs)
 
     def full(self, db: str | None = None) -> SkillIndex:
         return SkillIndex.open(str(self.config), db=db or self.db, cwd=self.cwd)
@@ -196,28 +200,28 @@ def test_a_reindex_in_progress_is_waited_for_not_overtaken(tree: Tree) -> None:
 
 
 def test_a_write_committed_during_the_walk_fails_the_record(tree: Tree) -> None:
-    paths = [str(tree.high), str(tree.low)]
+    with tree.full() as index:
+        last = index.reindex()
+        planned = index.plan.roots
+    row = {"index_name": "default", "started_at": "2026-01-01 00:00:00.000000",
+           "finished_at": "2026-01-01 00:00:01.000000", "cwd": str(tree.cwd), "all_roots": 0,
+           "roots": 2, "duration_s": 1.0, **dict.fromkeys(
+               ("seen", "added", "changed", "unchanged", "removed", "rejected", "files_read"), 0)}
 
     def meanwhile(stored: fastpath.StoredRoots) -> dict[str, object] | None:
-        assert set(stored.known) == set(paths) and len(stored.known[str(tree.low)]) == 3
+        assert stored.roots == tuple(planned) and len(stored.known[str(tree.low)]) == 3
         with sqlite3.connect(tree.db) as other:
             other.execute("UPDATE root SET present = 1 - present")
         return row
 
-    with tree.full() as index:
-        last = index.reindex()
-    row = {"index_name": "default", "started_at": "2026-01-01 00:00:00.000000",
-           "finished_at": "2026-01-01 00:00:01.000000", "cwd": str(tree.cwd), "all_roots": 0,
-           "roots": 2, "duration_s": 1.0, **{k: 0 for k in ("seen", "added", "changed",
-                                                            "unchanged", "removed", "rejected",
-                                                            "files_read")}}
     before = runs(tree.db)
     with fastpath.opened(tree.db) as connection:
         assert connection is not None
-        assert fastpath.record_unchanged(connection, "default", paths, None, meanwhile) is None
+        assert fastpath.record_unchanged(connection, "default", planned, all_roots=False,
+                                         key_of=None, check=meanwhile) is None
         assert runs(tree.db) == before
-        recorded = fastpath.record_unchanged(connection, "default", paths, None,
-                                             lambda stored: row)
+        recorded = fastpath.record_unchanged(connection, "default", planned, all_roots=False,
+                                             key_of=None, check=lambda stored: row)
     assert recorded is not None and recorded > last.run_id
     assert runs(tree.db) == before + 1
 
@@ -226,3 +230,70 @@ def test_an_index_never_built_or_not_sqlite_takes_the_full_path(tree: Tree) -> N
     assert tree.quick(str(tree.cwd / "absent.sqlite")) is None
     assert not (tree.cwd / "absent.sqlite").exists()
     assert oneshot.reindex(str(tree.config), db="sqlite://", cwd=tree.cwd, index=None) is None
+
+
+def test_all_roots_walks_every_root_the_index_knows(tree: Tree) -> None:
+    elsewhere = tree.cwd / "elsewhere"
+    write_skill(elsewhere, "delta")
+    wider = tree.cwd / "wider.toml"
+    wider.write_text(tree.config.read_text() + f'\n[[roots]]\npath = "{elsewhere}"\n')
+    with SkillIndex.open(str(wider), db=tree.db, cwd=tree.cwd) as index:
+        index.reindex()
+    other = tree.copy()
+    quick = CliRunner().invoke(cli, [*tree.argv(), "--json", "reindex", "--all"],
+                               catch_exceptions=False)
+    assert quick.exit_code == 0, quick.output
+    with tree.full(other) as index:
+        full = index.reindex(all_roots=True)
+    assert full.roots == 3 and full.unchanged == 6
+    assert report_fields(json.loads(quick.stdout)) == report_fields(full.as_dict())
+    assert dump(tree.db) == dump(other)
+    assert tree.quick(all_roots=True) is not None
+    # A change under the root this directory does not use: only --all walks it.
+    write_skill(elsewhere, "delta", description="Changed.")
+    assert tree.quick(all_roots=True) is None
+    assert tree.quick() is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",
+                    reason="the walk is shared with forked processes on Linux only")
+@pytest.mark.parametrize("jobs", [2, 3])
+@pytest.mark.parametrize("change", [None, *CHANGES.values()], ids=["none", *CHANGES.keys()])
+def test_a_walk_shared_between_processes_finds_what_one_process_finds(
+        tree: Tree, monkeypatch: pytest.MonkeyPatch, jobs: int,
+        change: Callable[[Tree], object] | None) -> None:
+    # Every stored skill lies in some process's share (entries are dealt out in turn), so each
+    # kind of difference is found by a forked process for some of the skills it concerns.
+    monkeypatch.setattr(recheck, "SHARED_FROM", 1)
+    if change is not None:
+        change(tree)
+    alone = tree.quick(tree.copy(), jobs=1)
+    before = _children()
+    drawn: list[tuple[int, int | None]] = []
+    shared = oneshot.reindex(str(tree.config), db=tree.db, cwd=tree.cwd, index=None, jobs=jobs,
+                             progress=lambda done, expected, root: drawn.append((done, expected)))
+    if change is None:
+        assert alone is not None and shared is not None
+        assert report_fields(shared.as_dict()) == report_fields(alone.as_dict())
+        assert drawn and all(done <= (expected or 0) for done, expected in drawn)
+    else:
+        assert alone is None and shared is None
+    assert _children() == before  # every forked walker was reaped
+
+
+def _children() -> set[str]:
+    """This process's children, running or not yet reaped."""
+    return {pid for task in Path("/proc/self/task").iterdir()
+            for pid in (task / "children").read_text().split()}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",
+                    reason="the walk is shared with forked processes on Linux only")
+def test_a_difference_in_a_forked_share_stops_the_walk(tree: Tree,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # "beta" is the second entry of the low root: the second of two processes walks it.
+    monkeypatch.setattr(recheck, "SHARED_FROM", 1)
+    write_skill(tree.low, "beta", description="Edited where the other process walks.")
+    before = _children()
+    assert tree.quick(jobs=2) is None
+    assert _children() == before

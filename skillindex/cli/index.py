@@ -95,7 +95,8 @@ def _duration(seconds: float) -> str:
               help="Fail at once if another process is reindexing this index (default: wait "
               "up to the reindex_timeout setting).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N",
-              help="Worker processes that read and parse new skills (default: one per core).")
+              help="Processes that read and parse new skills, and that share the walk of a "
+              "reindex finding nothing new (default: one per core).")
 @click.option("--quiet", "-q", is_flag=True,
               help="Print nothing on success (for timers and hooks); problems still go to "
               "stderr and the exit code tells the outcome.")
@@ -119,7 +120,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
     progress = (_Progress() if sys.stderr.isatty() and not options.json and not quiet
                 else None)
     try:
-        report = None if all_roots else _unchanged(options, progress)
+        report = _unchanged(options, all_roots=all_roots, jobs=jobs, progress=progress)
         if report is None:
             report = _reindexed(options, all_roots=all_roots, no_wait=no_wait, jobs=jobs,
                                 progress=progress)
@@ -160,13 +161,15 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
                       else ""))
 
 
-def _unchanged(options: Options, progress: _Progress | None) -> IndexReport | None:
+def _unchanged(options: Options, *, all_roots: bool, jobs: int | None,
+               progress: _Progress | None) -> IndexReport | None:
     """The reindex of a migrated SQLite index that finds nothing new, through sqlite3 (it only
     records its run); None when there is more to write, for the full path."""
     from skillindex.query import oneshot  # noqa: PLC0415
 
     return oneshot.reindex(options.config, db=options.db, cwd=options.cwd,
-                           index=options.index, progress=progress)
+                           index=options.index, all_roots=all_roots, jobs=jobs,
+                           progress=progress)
 
 
 def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | None,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillindex.model import Limits, RootSpec, ScanProblem
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 # Below this many new entries under a root, starting workers costs more than it saves.
 PARALLEL_MIN = 256
@@ -69,6 +70,10 @@ class Workers:
 
     def executor(self) -> Executor:
         if self._executor is None:
+            # Imported here: a reindex that starts no worker (and default_jobs) needs neither.
+            import multiprocessing  # noqa: PLC0415
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
             # spawn, not fork: the parent holds database connections and a heartbeat thread.
             self._executor = ProcessPoolExecutor(
                 max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))

@@ -4,11 +4,20 @@ A scheduled reindex mostly finds nothing new. This walks the roots as the indexe
 scanner, each root's rules and the same limits, so the same tree keys) and compares what it
 finds with what the store holds of them. Any difference, even one the indexer would only
 record (a root's settings, a scan problem), answers None: the indexer then does the whole work.
+
+With more than one core and enough skills, the walk is shared with forked processes, each
+taking every n-th entry under each root; they only walk and compare what the parent read
+before forking, and send their counts back through a pipe.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import signal
+import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from skillindex.index import policy
 from skillindex.index.scanner import KnownFile, RootScan, scan_root
@@ -17,6 +26,29 @@ from skillindex.store.fastpath import StoredRoots
 from skillindex.store.rows import issue_of, root_values, stored_form
 
 Progress = Callable[[int, int | None, str], None]  # as the indexer reports it
+Counts = dict[str, int]
+# Below this many stored skills a second process costs more than the share of the walk it takes.
+SHARED_FROM = 2_000
+
+
+@dataclass(slots=True)
+class _Found:
+    """What one process found of its share of the roots."""
+
+    seen: dict[str, int] = field(default_factory=dict)  # per root path
+    rejected: int = 0
+    present: dict[str, bool] = field(default_factory=dict)  # per root path it listed
+    problems: dict[str, list[ScanProblem]] = field(default_factory=dict)
+
+
+class _AllBut:
+    """The entries not given to another process (also those that appeared since)."""
+
+    def __init__(self, others: frozenset[str]) -> None:
+        self.others = others
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self.others
 
 
 def _unread(candidate_id: int) -> dict[str, KnownFile]:
@@ -24,37 +56,141 @@ def _unread(candidate_id: int) -> dict[str, KnownFile]:
 
 
 def unchanged(roots: Sequence[RootSpec], stored: StoredRoots, *, limits: Limits,
-              progress: Progress | None = None,
-              ) -> tuple[dict[str, int], list[ScanProblem]] | None:
+              progress: Progress | None = None, jobs: int = 1,
+              ) -> tuple[Counts, list[ScanProblem]] | None:
     """The counts of a reindex of `roots` and the problems it would record, when it would find
     every skill as stored, no skill gone, and each root's values and problems as stored;
-    else None, as soon as a difference shows."""
+    else None, as soon as a difference shows. Up to `jobs` processes share the walk."""
+    if any(str(spec.path) not in stored.values for spec in roots):
+        return None  # a root never indexed
+    total = sum(len(stored.known.get(str(spec.path), {})) for spec in roots)
+    parts = jobs if jobs > 1 and total >= SHARED_FROM and sys.platform == "linux" else 1
+    shares = _shares(roots, parts)
+    found = _shared(roots, stored, shares, limits, progress)
+    if found is None:
+        return None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0,
-              "rejected": 0, "files_read": 0, "rejudged": 0}
+              "rejected": sum(part.rejected for part in found), "files_read": 0,
+              "rejudged": 0}
     problems: list[ScanProblem] = []
-    expected = sum(map(len, stored.known.values())) or None
     for spec in roots:
         path = str(spec.path)
-        values = stored.values.get(path)
-        if values is None:
-            return None  # never indexed
+        seen = sum(part.seen.get(path, 0) for part in found)
+        present = {part.present[path] for part in found if path in part.present}
+        here = [problem for part in found for problem in part.problems.get(path, ())]
+        # Every skill seen is a stored one: as many means none is gone.
+        if seen != len(stored.known.get(path, {})) or len(present) != 1:
+            return None
+        if stored_form(root_values(spec, present.pop()).values()) != stored.values[path]:
+            return None
+        if sorted(map(issue_of, here)) != sorted(stored.issues.get(path, ())):
+            return None
+        counts["seen"] += seen
+        problems.extend(here)
+    counts["unchanged"] = counts["seen"]
+    return counts, problems
+
+
+Share = dict[str, frozenset[str]]  # per root path, the entries under it a process walks
+
+
+def _shares(roots: Sequence[RootSpec], parts: int) -> list[Share | None]:
+    """Every n-th entry under each root, for each process after the first; the first walks
+    all the rest (None: it alone walks everything)."""
+    if parts == 1:
+        return [None]
+    shares: list[Share] = [{} for _ in range(parts)]
+    for spec in roots:
+        try:
+            with os.scandir(spec.path) as entries:
+                names = sorted(e.name for e in entries if not e.name.startswith("."))
+        except OSError:
+            names = []  # the first process reports it
+        for number, share in enumerate(shares):
+            share[str(spec.path)] = frozenset(names[number::parts])
+    return [None, *shares[1:]]
+
+
+def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share | None],
+            limits: Limits, progress: Progress | None) -> list[_Found] | None:
+    """Each share walked by a process of its own (the first by this one); None when any of
+    them finds a difference or fails."""
+    unread: dict[int, int] = {}  # pid: the read end of its pipe, not closed yet
+    unreaped: set[int] = set()
+    try:
+        for share in shares[1:]:
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (runs in the forked process)
+                _child(write, roots, stored, share, limits)
+            os.close(write)
+            unread[pid] = read
+            unreaped.add(pid)
+        others = frozenset(name for share in shares[1:] if share is not None
+                           for names in share.values() for name in names)
+        found = _walk(roots, stored, _AllBut(others) if others else None, limits, progress,
+                      parts=len(shares))
+        if found is None:
+            return None
+        results = [found]
+        for pid in list(unreaped):
+            with os.fdopen(unread.pop(pid), "rb") as pipe:
+                data = pipe.read()
+            _, status = os.waitpid(pid, 0)
+            unreaped.discard(pid)
+            # From this process's own child, through a pipe no other process holds.
+            theirs = pickle.loads(data) if status == 0 else None  # noqa: S301
+            if theirs is None:
+                return None
+            results.append(theirs)
+        return results
+    finally:
+        # Children left when this walk ended first or failed: stopped and reaped, not waited on.
+        for read in unread.values():
+            os.close(read)
+        for pid in unreaped:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _child(write: int, roots: Sequence[RootSpec], stored: StoredRoots, share: Share | None,
+           limits: Limits) -> None:  # pragma: no cover (runs in the forked process)
+    """Walk the share, send what was found, and leave without running any cleanup of the
+    parent's (its database connection, its buffered output)."""
+    code = 1
+    try:
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(pickle.dumps(_walk(roots, stored, share, limits, None, parts=1)))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _walk(roots: Sequence[RootSpec], stored: StoredRoots,
+          share: Share | _AllBut | None, limits: Limits, progress: Progress | None, *,
+          parts: int) -> _Found | None:
+    found = _Found()
+    done = 0
+    expected = sum(len(stored.known.get(str(spec.path), {})) for spec in roots) or None
+    for spec in roots:
+        path = str(spec.path)
+        only = share.get(path) if isinstance(share, dict) else share
+        if isinstance(share, dict) and not only:
+            continue  # nothing of this root here: the first process lists it
         known = stored.known.get(path, {})
         result = RootScan(spec)
         seen = 0
-        for scan in scan_root(spec, result, known, policy.rules_key(spec), _unread,
+        for scan in scan_root(spec, result, known, policy.rules_key(spec), _unread, only,
                               limits=limits):
             if not scan.unchanged or scan.known is None:
                 return None
             seen += 1
-            counts["rejected"] += scan.known.rejected
+            found.rejected += scan.known.rejected
             if progress is not None:
-                progress(counts["seen"] + seen, expected, path)
-        # Every skill seen is a stored one: as many means none is gone.
-        if seen != len(known) or stored_form(root_values(spec, result.present).values()) != values:
-            return None
-        if sorted(map(issue_of, result.problems)) != sorted(stored.issues.get(path, ())):
-            return None
-        counts["seen"] += seen
-        problems.extend(result.problems)
-    counts["unchanged"] = counts["seen"]
-    return counts, problems
+                done += 1
+                # The other processes walk about as much again: an estimate of the whole.
+                progress(min(done * parts, expected) if expected else done, expected, path)
+        found.seen[path] = seen
+        found.present[path] = result.present
+        found.problems[path] = result.problems
+    return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +56,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def scan_root(spec: RootSpec, result: RootScan, known: Mapping[str, KnownSkill],
-              rules_key: str, lookup: FileLookup, only: Collection[str] | None = None, *,
+              rules_key: str, lookup: FileLookup, only: Container[str] | None = None, *,
               limits: Limits) -> Iterator[SkillScan]:
     """Yield every skill directory under the root (only under the entries named in `only`,
     when given); problems and presence land in `result`."""

@@ -291,43 +291,45 @@ def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
 
 
 def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
-            index: str | None, progress: Callable[[int, int | None, str], None] | None = None,
+            index: str | None, all_roots: bool = False, jobs: int | None = None,
+            progress: Callable[[int, int | None, str], None] | None = None,
             ) -> IndexReport | None:
-    """`SkillIndex.reindex()` when it finds every skill, root and problem as stored, which
-    writes nothing but its run; None for the full path (whatever else there is to write)."""
-    from skillindex.index import recheck  # noqa: PLC0415  (the walk: only this command's)
+    """`SkillIndex.reindex(all_roots=...)` when it finds every skill, root and problem as
+    stored, which writes nothing but its run; None for the full path (whatever else there is
+    to write). Up to `jobs` processes (default: a core each) share the walk."""
+    from skillindex.index import parallel, recheck  # noqa: PLC0415  (this command's alone)
 
     here = _here(config, db, cwd, index)
     if here is None or not here.settings.enabled:
         return None
     started, clock = datetime.now(UTC), time.perf_counter()
     plan = plan_roots(here.settings, here.env)
-    roots = plan.roots
     rules = Rules.from_settings(here.settings)
     # Where a root quarantines, no resolution is stored; elsewhere the stored one must be
     # there for the roots as they are, as the full path would leave it.
-    key_of = (None if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots)
-              else lambda runs: set_key(runs, roots, rules))
-    found: list[tuple[dict[str, int], list[ScanProblem]]] = []
+    key_of = (None if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in plan.roots)
+              else lambda runs: set_key(runs, plan.roots, rules))
+    found: list[tuple[dict[str, int], list[ScanProblem], int]] = []
 
     def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
-        walked = recheck.unchanged(roots, stored, limits=here.settings.limits,
-                                   progress=progress)
+        walked = recheck.unchanged(stored.roots, stored, limits=here.settings.limits,
+                                   progress=progress,
+                                   jobs=parallel.default_jobs() if jobs is None else jobs)
         if walked is None:
             return None
-        found.append(walked)
+        found.append((*walked, len(stored.roots)))
         return run_row(index_name=here.index_name, started_at=started,
-                       finished_at=datetime.now(UTC), cwd=str(here.env.cwd), all_roots=False,
-                       roots=len(roots), duration_s=time.perf_counter() - clock,
-                       counts=walked[0], as_text=True)
+                       finished_at=datetime.now(UTC), cwd=str(here.env.cwd),
+                       all_roots=all_roots, roots=len(stored.roots),
+                       duration_s=time.perf_counter() - clock, counts=walked[0], as_text=True)
 
     with fastpath.opened(here.path) as connection:
         if connection is None:
             return None
-        run_id = fastpath.record_unchanged(connection, here.index_name,
-                                           [str(spec.path) for spec in roots], key_of, check)
+        run_id = fastpath.record_unchanged(connection, here.index_name, plan.roots,
+                                           all_roots=all_roots, key_of=key_of, check=check)
     if run_id is None:
         return None
-    counts, problems = found[0]
-    return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock, roots=len(roots),
+    counts, problems, roots = found[0]
+    return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock, roots=roots,
                        problems=(*plan.problems, *problems), **counts)

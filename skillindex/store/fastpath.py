@@ -21,7 +21,7 @@ from skillindex.index.skilldir import KnownSkill
 from skillindex.store import fts, sql
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
-from skillindex.store.rows import add_known, manifest_file_of, scans_of
+from skillindex.store.rows import add_known, manifest_file_of, scans_of, spec_of
 
 RootRuns = list[tuple[str, int]]
 T = TypeVar("T")
@@ -214,43 +214,53 @@ def audit_rows(connection: sqlite3.Connection, statement: str,
 
 @dataclass(frozen=True, slots=True)
 class StoredRoots:
-    """What the index holds of some roots, as a reindex compares the disk with it."""
+    """What the index holds of the roots a reindex walks, as it compares the disk with it."""
 
+    roots: tuple[model.RootSpec, ...]  # the roots to walk, in order
     known: KnownSkills  # per root path, per skill directory (`sql.KNOWN_SKILLS`)
     values: dict[str, tuple[Any, ...]]  # per root path, its `sql.ROOT_VALUES`
     issues: dict[str, list[tuple[str, str, str]]]  # per root path (`sql.SCAN_ISSUES`)
 
 
-def record_unchanged(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+def record_unchanged(connection: sqlite3.Connection, index_name: str,
+                     planned: Sequence[model.RootSpec], *, all_roots: bool,
                      key_of: Callable[[RootRuns], str] | None,
                      check: Callable[[StoredRoots], dict[str, object] | None]) -> int | None:
-    """Read what the index holds of these roots, let `check` compare the disk with it, and
-    insert the run it returns (`sql.INSERT_RUN`), all in one transaction; the run's id.
+    """Read what the index holds of the planned roots (and, with `all_roots`, of every other
+    root it holds), let `check` compare the disk with it, and insert the run it returns
+    (`sql.INSERT_RUN`), all in one transaction; the run's id.
 
     None, with nothing written, when `check` finds a difference, another reindex holds the
-    index's lock, no resolution of the roots is stored (with `key_of`), or the database fails;
-    a write committed by another connection while `check` ran fails the insert, since SQLite
-    will not let a transaction write over a state it did not read.
+    index's lock, no resolution of the planned roots is stored (with `key_of`), or the
+    database fails; a write committed by another connection while `check` ran fails the
+    insert, since SQLite will not let a transaction write over a state it did not read.
     """
     where = {"index_name": index_name}
+    planned_paths = [str(spec.path) for spec in planned]
     try:
         connection.execute("BEGIN")
         try:
             if connection.execute(sql.REINDEX_HOLDER, where).fetchone() is not None:
                 return None
-            if key_of is not None and _set_id(connection, index_name, roots, key_of) is None:
+            if key_of is not None and _set_id(connection, index_name, planned_paths,
+                                              key_of) is None:
                 return None
+            roots = tuple(planned)
+            if all_roots:
+                roots += tuple(spec for spec in map(spec_of, connection.execute(
+                    sql.INDEX_ROOTS, where)) if str(spec.path) not in planned_paths)
+            paths = [str(spec.path) for spec in roots]
             known: KnownSkills = {}
-            statement, params = sql.for_paths(sql.KNOWN_SKILLS, roots)
+            statement, params = sql.for_paths(sql.KNOWN_SKILLS, paths)
             add_known(known, connection.execute(statement, {**where, **params}))
-            statement, params = sql.for_paths(sql.STORED_ROOTS, roots)
+            statement, params = sql.for_paths(sql.STORED_ROOTS, paths)
             values = {row[0]: tuple(row[1:])
                       for row in connection.execute(statement, {**where, **params})}
             issues: dict[str, list[tuple[str, str, str]]] = {}
-            statement, params = sql.for_paths(sql.SCAN_ISSUES, roots)
+            statement, params = sql.for_paths(sql.SCAN_ISSUES, paths)
             for root, path, code, message in connection.execute(statement, {**where, **params}):
                 issues.setdefault(root, []).append((path, code, message))
-            row = check(StoredRoots(known, values, issues))
+            row = check(StoredRoots(roots, known, values, issues))
             if row is None:
                 return None
             ((run_id,),) = connection.execute(sql.INSERT_RUN, row).fetchall()

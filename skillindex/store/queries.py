@@ -52,6 +52,7 @@ from skillindex.store.rows import (
     root_values,
     run_row,
     scans_of,
+    spec_of,
 )
 from skillindex.store.staging import Stage
 
@@ -136,18 +137,8 @@ def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
 
 
 def stored_roots(session: Session, index_name: str) -> list[model.RootSpec]:
-    rows = session.scalars(
-        select(Root).where(Root.index_name == index_name).order_by(Root.position, Root.id)
-    ).all()
-    return [_spec(root) for root in rows]
-
-
-def _spec(root: Root) -> model.RootSpec:
-    return model.RootSpec(
-        path=Path(root.path), scope=model.Scope(root.scope), provider=root.provider,
-        precedence=root.precedence, position=root.position, max_depth=root.max_depth,
-        require_description=root.require_description,
-        validation=model.Validation(root.validation), name_prefix=root.name_prefix)
+    return [spec_of(row) for row in session.execute(text(sql.INDEX_ROOTS),
+                                                     {"index_name": index_name})]
 
 
 def _clear_scan_issues(session: Session, roots: Sequence[RootWrite],

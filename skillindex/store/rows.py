@@ -79,6 +79,16 @@ def root_values(spec: model.RootSpec, present: bool) -> dict[str, object]:
         strict=True))
 
 
+def spec_of(row: Sequence[Any]) -> model.RootSpec:
+    """The root a row of `sql.INDEX_ROOTS` describes (its path, then `sql.ROOT_VALUES`)."""
+    (path, scope, provider, precedence, position, max_depth, require_description, validation,
+     name_prefix, _present) = row
+    return model.RootSpec(
+        path=Path(path), scope=model.Scope(scope), provider=provider, precedence=precedence,
+        position=position, max_depth=max_depth, require_description=bool(require_description),
+        validation=model.Validation(validation), name_prefix=name_prefix)
+
+
 def stored_form(values: Iterable[object]) -> tuple[object, ...]:
     """Values as a SQLite row holds them (a boolean as 0 or 1), to compare one with a row."""
     return tuple(int(value) if isinstance(value, bool) else value for value in values)

@@ -81,6 +81,9 @@ ROOT_VALUES = ("scope", "provider", "precedence", "position", "max_depth",
                "require_description", "validation", "name_prefix", "present")
 STORED_ROOTS = (f"SELECT path, {', '.join(ROOT_VALUES)} FROM root "
                 "WHERE index_name = :index_name AND path IN ({paths})")
+# Every root of an index, in the order a reindex --all adds those the directory does not use.
+INDEX_ROOTS = (f"SELECT path, {', '.join(ROOT_VALUES)} FROM root "
+               "WHERE index_name = :index_name ORDER BY position, id")
 SCAN_ISSUES = ("SELECT r.path, s.path, s.code, s.message FROM scan_issue s "
                "JOIN root r ON r.id = s.root_id "
                "WHERE r.index_name = :index_name AND r.path IN ({paths})")
