@@ -182,3 +182,22 @@ def isolate_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: Path) -> 
                         "SKILLINDEX_DB": tmp_path / "cli.sqlite"}.items():
         monkeypatch.setenv(name, str(value))
     monkeypatch.chdir(tmp_path)
+
+
+def isolate_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home of its own under `tmp_path`, and no settings file or database from the
+    environment."""
+    home = tmp_path / "home"
+    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
+                        "XDG_DATA_HOME": home / ".data"}.items():
+        monkeypatch.setenv(name, str(value))
+    for name in ("SKILLINDEX_CONFIG", "SKILLINDEX_DB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def two_roots(config: Path, high: Path, low: Path, *, high_options: str = "") -> Path:
+    """A settings file without presets naming `high` (precedence 20) above `low` (10)."""
+    config.write_text("[skills]\npresets = false\n\n"
+                      f'[[roots]]\npath = "{high}"\nprecedence = 20\n{high_options}\n'
+                      f'[[roots]]\npath = "{low}"\nprecedence = 10\n')
+    return config

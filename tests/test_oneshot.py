@@ -23,7 +23,7 @@ from skillindex.cli import cli
 from skillindex.model import AuditRecord
 from skillindex.query import oneshot
 from skillindex.store import chain, fastpath
-from tests.conftest import write_skill
+from tests.conftest import isolate_home, two_roots, write_skill
 
 BODY = "\n# Alpha\n\nDo the alpha thing.\n"
 # The columns of an audit row that do not depend on when or after what it was written.
@@ -65,16 +65,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
     (alpha / "data.bin").write_bytes(b"\x00\xff\x10")
     write_skill(low, "alpha", body="# The shadowed one\n")
     write_skill(low, "beta", body="# Beta\n\nUse beta.\n")
-    config = tmp_path / "config.toml"
-    config.write_text("[skills]\npresets = false\n\n"
-                      f'[[roots]]\npath = "{high}"\nprecedence = 20\n\n'
-                      f'[[roots]]\npath = "{low}"\nprecedence = 10\n')
-    home = tmp_path / "home"
-    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
-                        "XDG_DATA_HOME": home / ".data"}.items():
-        monkeypatch.setenv(name, str(value))
-    for name in ("SKILLINDEX_CONFIG", "SKILLINDEX_DB"):
-        monkeypatch.delenv(name, raising=False)
+    config = two_roots(tmp_path / "config.toml", high, low)
+    isolate_home(tmp_path, monkeypatch)
     found = Setup(high, config, str(tmp_path / "index.sqlite"), tmp_path)
     with SkillIndex.open(str(config), db=found.db, cwd=tmp_path) as index:
         index.reindex()

@@ -22,7 +22,7 @@ from skillindex.index import recheck
 from skillindex.model import IndexReport
 from skillindex.query import oneshot
 from skillindex.store import fastpath
-from tests.conftest import write_skill
+from tests.conftest import isolate_home, two_roots, write_skill
 from tests.test_lock import ME, held_in_a_thread
 
 # What differs between two runs that found the same: when they ran and how long they took.
@@ -66,16 +66,8 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tree]:
     write_skill(low, "alpha", body="# The shadowed one\n")
     write_skill(low, "beta")
     write_skill(low, "broken", frontmatter="name: [unclosed\n")
-    config = tmp_path / "config.toml"
-    config.write_text("[skills]\npresets = false\n\n"
-                      f'[[roots]]\npath = "{high}"\nprecedence = 20\nmax_depth = 2\n\n'
-                      f'[[roots]]\npath = "{low}"\nprecedence = 10\n')
-    home = tmp_path / "home"
-    for name, value in {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
-                        "XDG_DATA_HOME": home / ".data"}.items():
-        monkeypatch.setenv(name, str(value))
-    for name in ("SKILLINDEX_CONFIG", "SKILLINDEX_DB"):
-        monkeypatch.delenv(name, raising=False)
+    config = two_roots(tmp_path / "config.toml", high, low, high_options="max_depth = 2\n")
+    isolate_home(tmp_path, monkeypatch)
     found = Tree(high, low, config, str(tmp_path / "index.sqlite"), tmp_path)
     with found.full() as index:
         index.reindex()
