@@ -289,3 +289,19 @@ def test_a_difference_in_a_forked_share_stops_the_walk(tree: Tree,
     before = _children()
     assert tree.quick(jobs=2) is None
     assert _children() == before
+
+
+def test_without_a_process_to_spare_one_process_walks_everything(
+        tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    # fork fails as it does at the process limit (EAGAIN): the walk is not cut short.
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(recheck, "SHARED_FROM", 1)
+    monkeypatch.setattr(os, "fork", refused)
+    alone = tree.quick(tree.copy(), jobs=1)
+    shared = tree.quick(jobs=3)
+    assert alone is not None and shared is not None
+    assert report_fields(shared.as_dict()) == report_fields(alone.as_dict())
+    write_skill(tree.low, "broken", description="Edited where a child would have walked.")
+    assert tree.quick(jobs=3) is None

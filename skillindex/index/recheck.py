@@ -117,19 +117,31 @@ def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share |
     them finds a difference or fails."""
     unread: dict[int, int] = {}  # pid: the read end of its pipe, not closed yet
     unreaped: set[int] = set()
+    given: list[Share] = []  # the shares a child walks
     try:
         for share in shares[1:]:
-            read, write = os.pipe()
-            pid = os.fork()
+            if share is None:
+                continue
+            try:
+                read, write = os.pipe()
+            except OSError:
+                break  # no descriptor to spare: this process walks the rest
+            try:
+                pid = os.fork()
+            except OSError:  # no process to spare: this process walks the rest
+                os.close(read)
+                os.close(write)
+                break
             if pid == 0:  # pragma: no cover (runs in the forked process)
                 _child(write, roots, stored, share, limits)
             os.close(write)
             unread[pid] = read
             unreaped.add(pid)
-        others = frozenset(name for share in shares[1:] if share is not None
-                           for names in share.values() for name in names)
+            given.append(share)
+        others = frozenset(name for share in given for names in share.values()
+                           for name in names)
         found = _walk(roots, stored, _AllBut(others) if others else None, limits, progress,
-                      parts=len(shares))
+                      parts=len(given) + 1)
         if found is None:
             return None
         results = [found]
