@@ -311,6 +311,8 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         one, every = (result[f"reindex_cold_process_{jobs}_jobs_s"] for jobs in (1, cores))
         out["`reindex` process, unchanged / floor A"] = (result["reindex_unchanged_process_s"]
                                                         / result["process_floor_a_s"])
+        out["`reindex` process, unchanged, 1 process / floor A"] = (
+            result["reindex_unchanged_1_job_process_s"] / result["process_floor_a_s"])
         out["`reindex` process, cold, 1 process / floor B"] = one / result["process_floor_b_s"]
         out[f"`reindex` process, cold, {cores} workers / floor B"] = (
             every / result["process_floor_b_s"])
@@ -337,6 +339,8 @@ def table(results: list[dict[str, Any]]) -> str:
         ("reindex, 1% changed", "changed_1pct_s"),
         ("floor A, beside the processes", "process_floor_a_s"),
         ("`skillindex reindex` process, unchanged", "reindex_unchanged_process_s"),
+        ("`skillindex reindex` process, unchanged, 1 process (`--jobs 1`)",
+         "reindex_unchanged_1_job_process_s"),
         ("floor B, beside the processes", "process_floor_b_s"),
         ("`skillindex reindex` process, cold, 1 process", "reindex_cold_process_1_jobs_s"),
         ("`skillindex reindex` process, cold, 2 workers", "reindex_cold_process_2_jobs_s"),

@@ -33,9 +33,10 @@ def run(command: list[str]) -> None:
 
 def processes(config: Path, base: Path, cwd: Path, db: Path,
               floors: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """`skillindex reindex` as a whole process: unchanged beside floor A, cold with one process
-    and with a worker per core beside floor B, each timed in turn with its floor; `list` (table
-    and JSON) and `verify` as whole processes."""
+    """`skillindex reindex` as a whole process: unchanged (its walk shared by a process per core,
+    and in one) beside floor A, cold with one process and with a worker per core beside floor
+    B, each timed in turn with its floor; `list` (table and JSON) and `verify` as whole
+    processes."""
     from skillindex.index.parallel import default_jobs
 
     cores = default_jobs()
@@ -50,6 +51,9 @@ def processes(config: Path, base: Path, cwd: Path, db: Path,
     for _ in range(repeat):
         timed("process_floor_a_s", floors["a"])
         timed("reindex_unchanged_process_s", cli(config, db, cwd, "reindex", "-q"))
+        # The walk of an unchanged reindex is shared by a process per core: also in one.
+        timed("reindex_unchanged_1_job_process_s",
+              cli(config, db, cwd, "reindex", "-q", "--jobs", "1"))
         timed("process_floor_b_s", floors["b"])
         for jobs in sorted({1, cores}):
             target = base / f"process-cold-{next(fresh)}.sqlite"
