@@ -218,7 +218,7 @@ class StoredRoots:
 
     roots: tuple[model.RootSpec, ...]  # the roots to walk, in order
     known: KnownSkills  # per root path, per skill directory (`sql.KNOWN_SKILLS`)
-    values: dict[str, tuple[Any, ...]]  # per root path, its `sql.ROOT_VALUES`
+    values: dict[str, tuple[Any, ...]]  # per root of the index, its `sql.ROOT_VALUES`
     issues: dict[str, list[tuple[str, str, str]]]  # per root path (`sql.SCAN_ISSUES`)
 
 
@@ -245,17 +245,16 @@ def record_unchanged(connection: sqlite3.Connection, index_name: str,
             if key_of is not None and _set_id(connection, index_name, planned_paths,
                                               key_of) is None:
                 return None
+            stored = connection.execute(sql.INDEX_ROOTS, where).fetchall()
+            values = {row[0]: tuple(row[1:]) for row in stored}
             roots = tuple(planned)
             if all_roots:
-                roots += tuple(spec for spec in map(spec_of, connection.execute(
-                    sql.INDEX_ROOTS, where)) if str(spec.path) not in planned_paths)
+                roots += tuple(spec for spec in map(spec_of, stored)
+                               if str(spec.path) not in planned_paths)
             paths = [str(spec.path) for spec in roots]
             known: KnownSkills = {}
             statement, params = sql.for_paths(sql.KNOWN_SKILLS, paths)
             add_known(known, connection.execute(statement, {**where, **params}))
-            statement, params = sql.for_paths(sql.STORED_ROOTS, paths)
-            values = {row[0]: tuple(row[1:])
-                      for row in connection.execute(statement, {**where, **params})}
             issues: dict[str, list[tuple[str, str, str]]] = {}
             statement, params = sql.for_paths(sql.SCAN_ISSUES, paths)
             for root, path, code, message in connection.execute(statement, {**where, **params}):

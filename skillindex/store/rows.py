@@ -109,5 +109,5 @@ def run_row(*, index_name: str, started_at: datetime, finished_at: datetime, cwd
     row: dict[str, object] = {
         "index_name": index_name, "started_at": times[0], "finished_at": times[1], "cwd": cwd,
         "all_roots": all_roots, "roots": roots, "duration_s": duration_s,
-        **{name: counts[name] for name in sql.RUN_COLUMNS[7:]}}
+        **{name: counts[name] for name in sql.RUN_COUNTS}}
     return row

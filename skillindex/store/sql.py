@@ -79,17 +79,17 @@ KNOWN_SKILLS = ("SELECT r.path, c.rel_dir, c.id, c.tree_key, c.status FROM root 
                 "WHERE r.index_name = :index_name AND r.path IN ({paths})")
 ROOT_VALUES = ("scope", "provider", "precedence", "position", "max_depth",
                "require_description", "validation", "name_prefix", "present")
-STORED_ROOTS = (f"SELECT path, {', '.join(ROOT_VALUES)} FROM root "
-                "WHERE index_name = :index_name AND path IN ({paths})")
-# Every root of an index, in the order a reindex --all adds those the directory does not use.
+# Every root of an index with its values, in the order a reindex --all adds those the
+# directory does not use.
 INDEX_ROOTS = (f"SELECT path, {', '.join(ROOT_VALUES)} FROM root "
                "WHERE index_name = :index_name ORDER BY position, id")
 SCAN_ISSUES = ("SELECT r.path, s.path, s.code, s.message FROM scan_issue s "
                "JOIN root r ON r.id = s.root_id "
                "WHERE r.index_name = :index_name AND r.path IN ({paths})")
+# What a run counts, then every column of its row.
+RUN_COUNTS = ("seen", "added", "changed", "unchanged", "removed", "rejected", "files_read")
 RUN_COLUMNS = ("index_name", "started_at", "finished_at", "cwd", "all_roots", "roots",
-               "duration_s", "seen", "added", "changed", "unchanged", "removed", "rejected",
-               "files_read")
+               "duration_s", *RUN_COUNTS)
 INSERT_RUN = (f"INSERT INTO index_run ({', '.join(RUN_COLUMNS)}) "
               f"VALUES ({', '.join(':' + name for name in RUN_COLUMNS)}) RETURNING id")
 REINDEX_HOLDER = "SELECT holder FROM reindex_lock WHERE index_name = :index_name"
