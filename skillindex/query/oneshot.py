@@ -74,15 +74,24 @@ def _here(config: str | Path | None, db: str | None, cwd: str | Path | None,
     return _Here(settings, env, path)
 
 
+def _key_of(here: _Here, roots: Sequence[RootSpec]) -> KeyOf | None:
+    """How the stored resolution of these roots is named, given their runs; None where a
+    root quarantines: what is withheld depends on approvals, so no resolution is stored."""
+    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
+        return None
+    rules = Rules.from_settings(here.settings)
+    return lambda runs: set_key(runs, roots, rules)
+
+
 def _winner(connection: Connection, here: _Here, roots: Sequence[RootSpec],
             wanted: Sequence[tuple[str, str]]) -> tuple[int, Candidate, ManifestFile | None] | None:
     """The first (name, file) of `wanted` whose name wins here, with its candidate and the
     file's manifest row, from the stored resolution of these roots."""
-    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
-        return None  # what is withheld depends on approvals: never stored
-    rules = Rules.from_settings(here.settings)
+    key_of = _key_of(here, roots)
+    if key_of is None:
+        return None
     found = fastpath.stored_winner(connection, here.index_name, [str(s.path) for s in roots],
-                                   lambda runs: set_key(runs, roots, rules), wanted)
+                                   key_of, wanted)
     if found is None:
         return None
     place, row, expected = found
@@ -98,14 +107,13 @@ def _from_stored_set(here: _Here, read: Callable[[Connection, list[str], KeyOf],
     None where no stored resolution applies: a root that quarantines, no index at this
     schema, nothing stored for these roots and settings."""
     roots = plan_roots(here.settings, here.env).roots
-    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
-        return None  # what is withheld depends on approvals: never stored
-    rules = Rules.from_settings(here.settings)
+    key_of = _key_of(here, roots)
+    if key_of is None:
+        return None
     with fastpath.opened(here.path) as connection:
         if connection is None:
             return None
-        found = read(connection, [str(spec.path) for spec in roots],
-                     lambda runs: set_key(runs, roots, rules))
+        found = read(connection, [str(spec.path) for spec in roots], key_of)
     return None if found is None else (found, roots)
 
 
@@ -304,11 +312,9 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         return None
     started, clock = datetime.now(UTC), time.perf_counter()
     plan = plan_roots(here.settings, here.env)
-    rules = Rules.from_settings(here.settings)
-    # Where a root quarantines, no resolution is stored; elsewhere the stored one must be
-    # there for the roots as they are, as the full path would leave it.
-    key_of = (None if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in plan.roots)
-              else lambda runs: set_key(runs, plan.roots, rules))
+    # Unless a root quarantines, the stored resolution must be there for the roots as they
+    # are, as the full path would leave it.
+    key_of = _key_of(here, plan.roots)
     found: list[tuple[dict[str, int], list[ScanProblem], int]] = []
 
     def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
