@@ -65,8 +65,7 @@ def unchanged(roots: Sequence[RootSpec], stored: StoredRoots, *, limits: Limits,
         return None  # a root never indexed
     total = sum(len(stored.known.get(str(spec.path), {})) for spec in roots)
     parts = jobs if jobs > 1 and total >= SHARED_FROM and sys.platform == "linux" else 1
-    shares = _shares(roots, parts)
-    found = _shared(roots, stored, shares, limits, progress)
+    found = _shared(roots, stored, _shares(roots, parts), limits, progress)
     if found is None:
         return None
     counts = {"seen": 0, "added": 0, "changed": 0, "unchanged": 0, "removed": 0,
@@ -94,34 +93,32 @@ def unchanged(roots: Sequence[RootSpec], stored: StoredRoots, *, limits: Limits,
 Share = dict[str, frozenset[str]]  # per root path, the entries under it a process walks
 
 
-def _shares(roots: Sequence[RootSpec], parts: int) -> list[Share | None]:
-    """Every n-th entry under each root, for each process after the first; the first walks
-    all the rest (None: it alone walks everything)."""
-    if parts == 1:
-        return [None]
-    shares: list[Share] = [{} for _ in range(parts)]
+def _shares(roots: Sequence[RootSpec], parts: int) -> list[Share]:
+    """Every n-th entry under each root, for each process after the first (none when one
+    process walks); the first walks all the rest."""
+    shares: list[Share] = [{} for _ in range(parts - 1)]
+    if not shares:
+        return shares
     for spec in roots:
         try:
             with os.scandir(spec.path) as entries:
                 names = sorted(e.name for e in entries if not e.name.startswith("."))
         except OSError:
             names = []  # the first process reports it
-        for number, share in enumerate(shares):
+        for number, share in enumerate(shares, start=1):
             share[str(spec.path)] = frozenset(names[number::parts])
-    return [None, *shares[1:]]
+    return shares
 
 
-def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share | None],
+def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share],
             limits: Limits, progress: Progress | None) -> list[_Found] | None:
-    """Each share walked by a process of its own (the first by this one); None when any of
-    them finds a difference or fails."""
+    """Each share walked by a forked process of its own, and the rest by this one; None when
+    any of them finds a difference or fails."""
     unread: dict[int, int] = {}  # pid: the read end of its pipe, not closed yet
     unreaped: set[int] = set()
     given: list[Share] = []  # the shares a child walks
     try:
-        for share in shares[1:]:
-            if share is None:
-                continue
+        for share in shares:
             try:
                 read, write = os.pipe()
             except OSError:
@@ -165,7 +162,7 @@ def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share |
             os.waitpid(pid, 0)
 
 
-def _child(write: int, roots: Sequence[RootSpec], stored: StoredRoots, share: Share | None,
+def _child(write: int, roots: Sequence[RootSpec], stored: StoredRoots, share: Share,
            limits: Limits) -> None:  # pragma: no cover (runs in the forked process)
     """Walk the share, send what was found, and leave without running any cleanup of the
     parent's (its database connection, its buffered output)."""
