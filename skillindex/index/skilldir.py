@@ -141,11 +141,7 @@ class _Listing:
         entry = self.entry_stat
         parts = [rules_key, "" if entry is None else _stat_text(ENTRY, entry),
                  "" if self.entry_problem is None else self.entry_problem.message]
-        # _stat_text, written out: this runs for every file of every reindex.
-        files = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0"
-                 f"{st.st_dev}\0{st.st_mode}" for rel, _path, st in self.files]
-        files.sort()
-        parts.extend(files)
+        parts.extend(sorted([_stat_text(rel, st) for rel, _path, st in self.files]))
         parts.extend(sorted(finding.message for finding in self.findings))
         return xxhash.xxh3_128_hexdigest("\n".join(parts).encode("utf-8", "surrogateescape"))
 
