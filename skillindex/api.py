@@ -35,7 +35,6 @@ from skillindex.errors import (
 from skillindex.index import indexer, parallel, risk
 from skillindex.index.indexer import Progress
 from skillindex.index.scanner import ENTRY
-from skillindex.index.skilldir import is_text, shown_name
 from skillindex.model import (
     AUDIT_OUTCOMES,
     Approval,
@@ -96,6 +95,7 @@ from skillindex.store import usage as store_usage
 from skillindex.store.chain import since_of
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.lock import OnWait, reindex_lock
+from skillindex.text import is_text, shown_name
 
 CATALOG_PUBLISHED = "catalog.published"
 

@@ -1,4 +1,5 @@
-"""Makes text from skill files safe to show: on a terminal, in XML, in Markdown and in JSON."""
+"""Makes text from skill files safe to show: on a terminal, in XML, in Markdown and in JSON; and
+names from the filesystem or argv safe to store."""
 
 from __future__ import annotations
 
@@ -90,3 +91,23 @@ def json_safe(document: str) -> str:
     if document.isprintable():
         return document
     return _JSON_UNSAFE.sub(_json_escape, document)
+
+
+def shown_name(text: str) -> str:
+    """A file name as text any database can store: bytes that are not UTF-8 become `\\xNN`."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def is_text(name: str) -> bool:
+    """Whether a name can be stored as text: os.scandir and sys.argv decode bytes that are not
+    UTF-8 to lone surrogates, which no database (nor UTF-8) can hold."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -17,15 +17,14 @@ from skillindex.index.skilldir import (
     SkillScan,
     by_name,
     is_inside,
-    is_text,
     list_dir,
     realpath,
     scan_skill,
-    shown_name,
     skill_files,
     sorted_entries,
 )
 from skillindex.model import Limits, RootSpec, ScanProblem
+from skillindex.text import is_text, shown_name
 
 __all__ = ["ENTRY", "MAX_ENTRY_BYTES", "KnownFile", "KnownSkill", "RootScan", "SkillScan",
            "estimate_skills", "scan_root", "skill_files"]

@@ -14,6 +14,7 @@ import xxhash
 
 from skillindex.index.hashing import SkillDir, SpecialFileError, file_stat, same_file_version
 from skillindex.model import FileStat, Finding, Limits, ResourceEntry, ResourceKind, Severity
+from skillindex.text import is_text, shown_name
 
 ENTRY = "SKILL.md"
 # SKILL.md is read whole into memory to parse it; anything larger is refused by its size.
@@ -74,26 +75,6 @@ def resource_kind(rel_path: str) -> ResourceKind:
     if rel_path == ENTRY:
         return ResourceKind.ENTRY
     return _KINDS.get(rel_path.split("/", 1)[0], ResourceKind.OTHER)
-
-
-def shown_name(text: str) -> str:
-    """A file name as text any database can store: bytes that are not UTF-8 become `\\xNN`."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file name decodes to
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def is_text(name: str) -> bool:
-    """Whether a name can be stored as text: os.scandir and sys.argv decode bytes that are not
-    UTF-8 to lone surrogates, which no database (nor UTF-8) can hold."""
-    if name.isascii():
-        return True
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def realpath(path: str) -> str | None:

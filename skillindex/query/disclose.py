@@ -24,7 +24,7 @@ from skillindex.errors import (
     UnindexedFileError,
 )
 from skillindex.index import hashing, skillmd
-from skillindex.index.skilldir import ENTRY, is_text, realpath, shown_name, skill_files
+from skillindex.index.skilldir import ENTRY, realpath, skill_files
 from skillindex.model import (
     AuditRecord,
     Candidate,
@@ -38,6 +38,7 @@ from skillindex.model import (
     SkillCommand,
     VerifyReport,
 )
+from skillindex.text import is_text, shown_name
 
 SCHEME = "skill://"
 OK = "ok"

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
-from skillindex.index.skilldir import ENTRY, is_text
+from skillindex.index.skilldir import ENTRY
 from skillindex.model import (
     AUDIT_OUTCOMES,
     AuditEvent,
@@ -43,6 +43,7 @@ from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
 from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of, run_row
+from skillindex.text import is_text
 
 T = TypeVar("T")
 KeyOf = Callable[[fastpath.RootRuns], str]
