@@ -85,6 +85,26 @@ class FileStat:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownFile:
+    """A file of a skill as the last reindex stored it: its stat, its hashes (None for a file
+    recorded by its size alone) and its risk findings as stored."""
+
+    stat: FileStat
+    xxh3: str | None
+    sha256: str | None
+    risks: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KnownSkill:
+    """A skill as the last reindex stored it; `tree_key` tells whether anything changed."""
+
+    candidate_id: int
+    tree_key: str
+    rejected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     """How much of a skill a reindex reads: larger files and skills are recorded, not read."""
 

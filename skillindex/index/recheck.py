@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from skillindex.index import policy
-from skillindex.index.scanner import KnownFile, RootScan, scan_root
-from skillindex.model import Limits, RootSpec, ScanProblem
+from skillindex.index.scanner import RootScan, scan_root
+from skillindex.model import KnownFile, Limits, RootSpec, ScanProblem
 from skillindex.store.fastpath import StoredRoots
 from skillindex.store.rows import issue_of, root_values, stored_form
 

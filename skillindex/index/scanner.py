@@ -12,8 +12,6 @@ from skillindex.index.skilldir import (
     ENTRY,
     MAX_ENTRY_BYTES,
     FileLookup,
-    KnownFile,
-    KnownSkill,
     SkillScan,
     by_name,
     is_inside,
@@ -23,7 +21,7 @@ from skillindex.index.skilldir import (
     skill_files,
     sorted_entries,
 )
-from skillindex.model import Limits, RootSpec, ScanProblem
+from skillindex.model import KnownFile, KnownSkill, Limits, RootSpec, ScanProblem
 from skillindex.text import is_text, shown_name
 
 __all__ = ["ENTRY", "MAX_ENTRY_BYTES", "KnownFile", "KnownSkill", "RootScan", "SkillScan",

@@ -13,7 +13,16 @@ from pathlib import Path
 import xxhash
 
 from skillindex.index.hashing import SkillDir, SpecialFileError, file_stat, same_file_version
-from skillindex.model import FileStat, Finding, Limits, ResourceEntry, ResourceKind, Severity
+from skillindex.model import (
+    FileStat,
+    Finding,
+    KnownFile,
+    KnownSkill,
+    Limits,
+    ResourceEntry,
+    ResourceKind,
+    Severity,
+)
 from skillindex.text import is_text, shown_name
 
 ENTRY = "SKILL.md"
@@ -22,23 +31,6 @@ MAX_ENTRY_BYTES = 1 << 20
 MAX_RESOURCE_DEPTH = 16
 _KINDS = {"references": ResourceKind.REFERENCE, "scripts": ResourceKind.SCRIPT,
           "assets": ResourceKind.ASSET}
-
-
-@dataclass(frozen=True, slots=True)
-class KnownFile:
-    stat: FileStat
-    xxh3: str | None
-    sha256: str | None
-    risks: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class KnownSkill:
-    """A skill as the last reindex stored it; `tree_key` tells whether anything changed."""
-
-    candidate_id: int
-    tree_key: str
-    rejected: bool = False
 
 
 # The stored manifest of a changed skill, fetched only for skills that changed.

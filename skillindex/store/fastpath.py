@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from skillindex import model
-from skillindex.index.skilldir import KnownSkill
+from skillindex.model import KnownSkill
 from skillindex.store import fts, sql
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD

@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from skillindex import model
-from skillindex.index.scanner import KnownFile, KnownSkill
+from skillindex.model import KnownFile, KnownSkill
 from skillindex.store import sql
 from skillindex.store.models import (
     Approval,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from skillindex import model
-from skillindex.index.skilldir import KnownSkill
+from skillindex.model import KnownSkill
 from skillindex.store import sql
 from skillindex.store.chain import stored_time, utc
 
