@@ -31,42 +31,13 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import xxhash
 import yaml
 
-ROOTS = 4
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "registry-sample"
-COLLISION_EVERY = 20  # every 20th name exists in two roots
-
-
-def skill_text(number: int, name: str, version: int = 0) -> str:
-    description = (f"Skill {number} handles task family {number % 97}, use it when the user asks "
-                   f"for report {number}, export {number % 13} or review {version}. ")
-    body = "\n".join(f"Step {line}: do the thing carefully for case {number}-{line}."
-                     for line in range(18 + number % 12))
-    return (f"---\nname: {name}\ndescription: {description * 2}\nlicense: MIT\n"
-            f"metadata:\n  author: bench\n  version: '{version}'\n---\n# {name}\n\n{body}\n")
-
-
-def generate(base: Path, count: int) -> list[Path]:
-    roots = [base / f"root-{n}" for n in range(ROOTS)]
-    for number in range(count):
-        root = roots[number % ROOTS]
-        name = f"skill-{number:06d}"
-        if number % COLLISION_EVERY == 1:
-            name = f"skill-{number - 1:06d}"  # same name as its neighbour in the previous root
-        directory = root / f"{name}"
-        (directory / "references").mkdir(parents=True)
-        (directory / "scripts").mkdir()
-        (directory / "SKILL.md").write_text(skill_text(number, name))
-        (directory / "references" / "guide.md").write_text(f"# Guide {number}\n" + "text " * 120)
-        (directory / "references" / "api.md").write_text(f"# API {number}\n" + "call " * 80)
-        (directory / "scripts" / "run.py").write_text(f"print({number})\n" * 10)
-    return roots
 
 
 def floor_a(roots: list[Path]) -> int:
@@ -101,33 +72,6 @@ def floor_b(roots: list[Path]) -> int:
                     yaml.load(head, Loader=loader)
                     parsed += 1
     return parsed
-
-
-def timed(function: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    function()
-    return time.perf_counter() - started
-
-
-def median_time(function: Callable[[], object], repeat: int,
-                before: Callable[[], object] | None = None) -> float:
-    times = []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def settings_file(base: Path, roots: list[Path]) -> Path:
-    path = base / "config.toml"
-    lines = ["[skills]", "presets = false", ""]
-    for number, root in enumerate(roots):
-        lines += ["[[roots]]", f'path = "{root}"', f"precedence = {100 - number}", ""]
-    path.write_text("\n".join(lines))
-    return path
 
 
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec, so
@@ -196,6 +140,7 @@ MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
 def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
           watch: bool = True) -> dict[str, Any]:
     from scripts import freshbench, searchbench
+    from scripts.benchkit import ROOTS, generate, median_time, settings_file, skill_text, timed
     from skillindex import SkillIndex
 
     base = work / f"n{count}"

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from scripts.benchkit import cpu_seconds
+
 PAGE_SIZE = 500
 PROBE = "import agentskills_mcp_server, agentskills_fs"
 PROTOCOL_VERSION = "2026-07-28"  # the revision the extension is defined for
@@ -166,13 +168,6 @@ class _Lines:
             if "error" in message:
                 raise RuntimeError(f"{method}: {message['error']}")
             return dict(message["result"])
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU a process has used (Linux /proc): unlike wall time, it barely
-    moves with what else the machine is running."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vmhwm_kib(pid: int) -> int:

@@ -94,7 +94,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
     except ImportError:
         print("watchfiles is not installed: the watcher is not measured", file=sys.stderr)
         return {}
-    from scripts.bench_mcp import cpu_seconds
+    from scripts.benchkit import cpu_seconds
     from skillindex import SkillIndex
 
     # Unbuffered: select() must see every pass line that has not been read yet.
@@ -238,7 +238,7 @@ def main() -> None:
     if len(sys.argv) != 3 or sys.argv[1] != "memory":
         sys.exit("usage: freshbench.py memory N")
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from scripts.bench import generate, settings_file
+    from scripts.benchkit import generate, settings_file
 
     count = int(sys.argv[2])
     with tempfile.TemporaryDirectory(prefix="skillindex-memory-") as work:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scripts import bench, relevance
+from scripts import benchkit, relevance
 from skillindex import SkillIndex
 from skillindex.index import searchtext
 
@@ -135,8 +135,8 @@ def cold_cost(count: int, repeat: int, work: Path) -> dict[str, Any]:
     times on one generated tree: medians of wall time and of CPU time, the latter steadier on a
     shared machine. In one process (jobs=1): worker processes start afresh, so they would build
     the search text even for the index without it, and hide that cost from the ratio."""
-    roots = bench.generate(work / "tree", count)
-    config = bench.settings_file(work, roots)
+    roots = benchkit.generate(work / "tree", count)
+    config = benchkit.settings_file(work, roots)
     figures: dict[str, list[float]] = {key: [] for key in (
         "wall_s", "wall_without_s", "cpu_s", "cpu_without_s")}
     for number in range(repeat):
@@ -171,16 +171,16 @@ def search_speed(count: int, work: Path) -> dict[str, Any]:
     """Search, the query-ranked catalog and the database size on one cold index of N generated
     skills, without the rest of scripts/bench.py (whose floors and reindex figures take hours
     at 100,000 skills on a small machine)."""
-    roots = bench.generate(work / "tree", count)
-    config = bench.settings_file(work, roots)
+    roots = benchkit.generate(work / "tree", count)
+    config = benchkit.settings_file(work, roots)
     db = work / "index.sqlite"
     with SkillIndex.open(str(config), db=str(db), cwd=str(work)) as index:
         started = time.perf_counter()
         index.reindex()
         result = {"skills": count, "cold_s": time.perf_counter() - started}
         index.catalog()
-        result["catalog_call_s"] = bench.median_time(index.catalog, 5)
-        result.update(speed(index, db, count, bench.median_time))
+        result["catalog_call_s"] = benchkit.median_time(index.catalog, 5)
+        result.update(speed(index, db, count, benchkit.median_time))
     result["database / without full text"] = (result["db_bytes"]
                                               / result["db_bytes_without_full_text"])
     return result
