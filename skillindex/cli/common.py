@@ -176,7 +176,8 @@ class _Group(click.Group):
 # (or help lists it), so `skillindex list` loads neither the lock code nor the server's.
 COMMAND_MODULES = {
     "audit": "disclose", "candidates": "index", "catalog": "catalog", "command": "disclose",
-    "context": "index", "db": "db", "explain": "index", "list": "index", "lock": "trust",
+    "context": "index", "db": "db", "explain": "index", "hosts": "hosts", "list": "index",
+    "lock": "trust",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",
     "verify": "disclose", "watch": "watch",

@@ -1,0 +1,480 @@
+"""How agent hosts start `skillindex serve`: each host's file and format, and a merge of the
+skillindex entry into that file that keeps everything else the file holds."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import shlex
+import sys
+import sysconfig
+import tempfile
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from skillindex import text as escape
+from skillindex.config import Environment, database_url
+from skillindex.errors import ConfigError, RefusedError
+
+SERVER_NAME = "skillindex"
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """An agent host: where it reads its MCP servers from and in which shape."""
+
+    key: str
+    title: str
+    file: str  # relative to the project, or to the Codex home for Codex
+    servers_key: str  # the object of the file that maps server names to servers
+    typed: bool  # whether a stdio entry says `"type": "stdio"`
+    docs: str  # where the host documents the format
+    check: str  # how to see, in the host, that it started the server
+
+    @property
+    def toml(self) -> bool:
+        return self.file.endswith(".toml")
+
+    def path(self, env: Environment) -> Path:
+        if self.key == "codex":
+            return (env.codex_home or env.home / ".codex") / self.file
+        return env.cwd / self.file
+
+
+HOSTS = {host.key: host for host in (
+    Host("claude", "Claude Code", ".mcp.json", "mcpServers", True,
+         "https://code.claude.com/docs/en/mcp",
+         "`claude mcp list`, or /mcp in a session (approve the project's server when asked)"),
+    Host("codex", "Codex", "config.toml", "mcp_servers", False,
+         "https://developers.openai.com/codex/mcp",
+         "`codex mcp list`, or /mcp in a session"),
+    Host("cursor", "Cursor", ".cursor/mcp.json", "mcpServers", False,
+         "https://cursor.com/docs/mcp",
+         "Cursor Settings, MCP: the server is listed with its tools (switch it on if asked)"),
+    Host("vscode", "VS Code", ".vscode/mcp.json", "servers", True,
+         "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
+         "the command MCP: List Servers (trust the server when asked), then the chat's tools"),
+    Host("gemini", "Gemini CLI", ".gemini/settings.json", "mcpServers", False,
+         "https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/mcp-server.md",
+         "`gemini mcp list`, or /mcp in a session"),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCommand:
+    """The absolute command line a host runs to start `skillindex serve`."""
+
+    command: str
+    args: tuple[str, ...]
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.command, *self.args]
+
+
+class Status(StrEnum):
+    NO_FILE = "no file"
+    NOT_CONFIGURED = "not configured"
+    CONFIGURED = "configured"
+    DIFFERENT = "differs"  # an entry of that name starts something else
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    host: Host
+    path: Path
+    status: Status
+    detail: str | None = None  # what the entry starts now, or why the file cannot be read
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host.key, "title": self.host.title, "path": str(self.path),
+                "status": str(self.status), "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    path: Path
+    action: str  # created | added | updated | unchanged
+
+
+class HostFileError(RefusedError):
+    """A host's file that cannot be merged into without losing or misreading what it holds."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot add {SERVER_NAME} to {path}: {reason}", path=str(path))
+        self.reason = reason
+
+
+def installed_program(argv0: str | None = None) -> tuple[str, ...]:
+    """The absolute command that starts this installation of skillindex: the script running
+    now, else the one installed beside this interpreter, else this interpreter with `-m`."""
+    names = ("skillindex", "skillindex.exe")
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    # The path as it was run, symlinks kept: a link that a tool manager keeps current (pipx,
+    # uv tool) should go on working after an upgrade.
+    if argv0 and Path(argv0).name in names and Path(argv0).is_file():
+        return (os.path.abspath(argv0),)
+    scripts = Path(sysconfig.get_path("scripts"))
+    for name in names:
+        if (scripts / name).is_file():
+            return (os.path.abspath(scripts / name),)
+    return (os.path.abspath(sys.executable), "-m", "skillindex")
+
+
+def serve_available() -> bool:
+    """Whether the `mcp` extra that `skillindex serve` needs is installed."""
+    return importlib.util.find_spec("mcp") is not None
+
+
+def missing_index(env: Environment, db: str | None) -> Path | None:
+    """The SQLite file the server would open, when it does not exist yet (nothing to serve)."""
+    url = database_url(db, env)
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        return None if path.exists() else path
+    return None
+
+
+def server_command(env: Environment, program: Sequence[str], *, config: str | None = None,
+                   db: str | None = None, index: str | None = None) -> ServerCommand:
+    """`serve` with the options that choose this index, each made absolute: a host starts the
+    server from a directory of its own and often without the shell's environment, so the
+    settings file and database that $SKILLINDEX_CONFIG and $SKILLINDEX_DB name are pinned too."""
+    args = [*program[1:], "--cwd", str(env.cwd)]
+    settings = config or env.config_file
+    if settings:
+        args += ["--config", os.path.abspath(Path(settings).expanduser())]
+    database = db or env.database
+    if database:
+        args += ["--db", _absolute_database(database, env)]
+    if index is not None:
+        args += ["--index", index]
+    args.append("serve")
+    command = ServerCommand(program[0], tuple(args))
+    for arg in command.argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"{arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, "
+                              "which a host's configuration file cannot hold") from None
+    return command
+
+
+def _absolute_database(value: str, env: Environment) -> str:
+    if "://" not in value:
+        path = Path(value).expanduser()
+        return str(path if path.is_absolute() else env.cwd / path)
+    url = urlsplit(value)
+    if url.password:
+        raise RefusedError("the database URL holds a password, which the host's configuration "
+                           "would keep in plain text: put it in a libpq password file "
+                           "(~/.pgpass or $PGPASSFILE) and give the URL without it")
+    scheme = url.scheme.split("+", 1)[0]
+    relative = value.split(":///", 1)[1] if ":///" in value else ""
+    if scheme == "sqlite" and relative and not relative.startswith("/"):
+        # SQLAlchemy reads sqlite:///name relative to the process's directory: the host's.
+        return f"{value.split(':///', 1)[0]}:///{os.path.abspath(relative)}"
+    return value
+
+
+def entry(host: Host, server: ServerCommand) -> dict[str, Any]:
+    """The host's entry for the server, in the host's own keys."""
+    return {**({"type": "stdio"} if host.typed else {}),
+            "command": server.command, "args": list(server.args)}
+
+
+def snippet(host: Host, server: ServerCommand) -> str:
+    """A whole file for the host holding the entry alone, as `write` makes a new one."""
+    if host.toml:
+        return _toml_table(server)
+    return _json_text({host.servers_key: {SERVER_NAME: entry(host, server)}}, "  ") + "\n"
+
+
+def claude_command(server: ServerCommand) -> str:
+    """The `claude mcp add` line that writes the same project entry as `write`."""
+    return shlex.join(["claude", "mcp", "add", "--scope", "project", "--transport", "stdio",
+                       SERVER_NAME, "--", *server.argv])
+
+
+def state(host: Host, path: Path, server: ServerCommand) -> HostState:
+    """Whether the host's file already starts this server."""
+    try:
+        text = _read(path)
+        if text is None:
+            return HostState(host, path, Status.NO_FILE)
+        data, _ = _parse(host, path, text)
+        servers = _servers(host, path, data)
+    except HostFileError as exc:
+        return HostState(host, path, Status.UNREADABLE, exc.reason)
+    current = servers.get(SERVER_NAME)
+    if current is None:
+        return HostState(host, path, Status.NOT_CONFIGURED)
+    if _matches(current, host, server):
+        return HostState(host, path, Status.CONFIGURED)
+    return HostState(host, path, Status.DIFFERENT, _describe(current))
+
+
+def write(host: Host, path: Path, server: ServerCommand) -> Written:
+    """Add the entry to the host's file, or bring an entry of that name up to date, keeping
+    every other server, key and (in TOML) comment; a file already right is not touched."""
+    text = _read(path)
+    if text is None or not text.strip():
+        _replace(path, snippet(host, server))
+        return Written(path, "created")
+    data, strict = _parse(host, path, text)
+    servers = _servers(host, path, data)
+    current = servers.get(SERVER_NAME)
+    if current is not None and _matches(current, host, server):
+        return Written(path, "unchanged")
+    if current is not None and not isinstance(current, dict):
+        raise HostFileError(path, f"its {SERVER_NAME!r} server is not a table of settings")
+    if not strict:
+        raise HostFileError(path, "it holds comments or trailing commas, which rewriting it "
+                            f"would lose; add the entry that `skillindex hosts {host.key}` "
+                            "prints by hand")
+    if host.toml:
+        updated = _toml_merge(path, text, data, current, server)
+    else:
+        updated = _json_merge(host, text, data, server)
+    _replace(path, updated)
+    return Written(path, "added" if current is None else "updated")
+
+
+def _matches(current: Any, host: Host, server: ServerCommand) -> bool:
+    """The entry starts this command as a stdio server (other keys of it are the user's)."""
+    return (isinstance(current, dict) and current.get("command") == server.command
+            and current.get("args") == list(server.args)
+            and current.get("type", "stdio") == "stdio")
+
+
+def _describe(current: Any) -> str:
+    if isinstance(current, dict) and isinstance(current.get("command"), str):
+        args = current.get("args")
+        words = [str(word) for word in args] if isinstance(args, list) else []
+        return shlex.join([current["command"], *words])
+    return "an entry that starts no command"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HostFileError(path, f"cannot read it: {exc.strerror}") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HostFileError(path, "it is not UTF-8 text") from None
+
+
+def _parse(host: Host, path: Path, text: str) -> tuple[dict[str, Any], bool]:
+    """The document, and whether it is strict JSON or TOML that can be written back whole
+    (a JSON file with comments, which VS Code and Gemini CLI accept, can only be read)."""
+    if host.toml:
+        try:
+            return tomllib.loads(text), True
+        except tomllib.TOMLDecodeError as exc:
+            raise HostFileError(path, f"it is not valid TOML ({exc}); fix it first") from None
+    if not text.strip():
+        return {}, True
+    strict = True
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        try:
+            data = json.loads(_strip_jsonc(text))
+        except json.JSONDecodeError:
+            raise HostFileError(path, f"it is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                                f"column {exc.colno}); fix it first") from None
+        strict = False
+    if not isinstance(data, dict):
+        raise HostFileError(path, "it does not hold a JSON object")
+    return data, strict
+
+
+def _servers(host: Host, path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    servers = data.get(host.servers_key, {})
+    if not isinstance(servers, dict):
+        raise HostFileError(path, f"its {host.servers_key!r} is not a table of servers")
+    return servers
+
+
+# A string (kept whole), or a comment; then a string, or a comma before a closing bracket.
+_JSONC_COMMENTS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_JSONC_COMMAS = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=\s*[}\]])')
+
+
+def _strip_jsonc(text: str) -> str:
+    """JSON with comments and trailing commas (JSONC) as plain JSON; strings are kept whole."""
+    def keep_strings(match: re.Match[str]) -> str:
+        return match.group() if match.group().startswith('"') else ""
+    return _JSONC_COMMAS.sub(keep_strings, _JSONC_COMMENTS.sub(keep_strings, text))
+
+
+def _json_merge(host: Host, text: str, data: dict[str, Any], server: ServerCommand) -> str:
+    """The document with the entry set, other keys (and the entry's own) kept in their order,
+    laid out with the file's indentation."""
+    document = copy.deepcopy(data)
+    servers = document.setdefault(host.servers_key, {})
+    servers[SERVER_NAME] = {**servers.get(SERVER_NAME, {}), **entry(host, server)}
+    indent = re.search(r"^\{[ \t]*\r?\n([ \t]+)\S", text)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    laid_out = _json_text(document, indent.group(1) if indent else "  ")
+    return laid_out.replace("\n", newline) + newline
+
+
+def _json_text(value: Any, indent: str, depth: int = 0) -> str:
+    """JSON laid out as people write these files: an object a member a line, an array of
+    strings and numbers on one line (a command's arguments read as a command line)."""
+    if isinstance(value, dict) and value:
+        inner = indent * (depth + 1)
+        members = (f"{inner}{_json_text(str(key), indent)}: {_json_text(item, indent, depth + 1)}"
+                   for key, item in value.items())
+        return "{\n" + ",\n".join(members) + "\n" + indent * depth + "}"
+    if isinstance(value, list) and value and any(isinstance(i, dict | list) for i in value):
+        inner = indent * (depth + 1)
+        items = (inner + _json_text(item, indent, depth + 1) for item in value)
+        return "[\n" + ",\n".join(items) + "\n" + indent * depth + "]"
+    if isinstance(value, list):
+        return "[" + ", ".join(_json_text(item, indent) for item in value) + "]"
+    return escape.json_safe(json.dumps(value, ensure_ascii=False))
+
+
+def _toml_merge(path: Path, text: str, data: dict[str, Any], current: dict[str, Any] | None,
+                server: ServerCommand) -> str:
+    """The file's text with the entry appended as a table, or with `command` and `args` of the
+    existing table replaced in place; every other line stays as it was. The result is read back
+    and must equal the old document plus that change alone, or nothing is written."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    expected = copy.deepcopy(data)
+    servers = expected.setdefault("mcp_servers", {})
+    if current is None:
+        servers[SERVER_NAME] = {"command": server.command, "args": list(server.args)}
+        ending = "" if text.endswith("\n") else newline
+        updated = text + ending + newline + _toml_table(server).replace("\n", newline)
+    else:
+        servers[SERVER_NAME] = {**current, "command": server.command, "args": list(server.args)}
+        updated = _toml_edit(path, text, server, newline)
+    try:
+        reread = tomllib.loads(updated)
+    except tomllib.TOMLDecodeError:
+        reread = None
+    if reread != expected:
+        raise HostFileError(path, f"its [mcp_servers] (or [mcp_servers.{SERVER_NAME}]) is "
+                            "written in a form that cannot be extended without rewriting it; "
+                            f"add the table that `skillindex hosts codex` prints by hand")
+    return updated
+
+
+_TOML_HEADER = re.compile(r"\s*\[")
+_OUR_HEADER = re.compile(rf"""\s*\[\s*mcp_servers\s*\.\s*(?:{SERVER_NAME}|"{SERVER_NAME}"|
+                         '{SERVER_NAME}')\s*\]\s*(?:\#.*)?$""", re.VERBOSE)
+
+
+def _toml_edit(path: Path, text: str, server: ServerCommand, newline: str) -> str:
+    """`command` and `args` of `[mcp_servers.skillindex]` replaced (or added under its header)."""
+    lines = text.splitlines(keepends=True)
+    start = next((n for n, line in enumerate(lines) if _OUR_HEADER.match(line)), None)
+    if start is None:
+        raise HostFileError(path, f"its {SERVER_NAME!r} server is not a [mcp_servers."
+                            f"{SERVER_NAME}] table (an inline table or dotted keys); change "
+                            "its command and args by hand")
+    end = next((n for n in range(start + 1, len(lines)) if _TOML_HEADER.match(lines[n])),
+               len(lines))
+    values = {"command": _toml_string(server.command), "args": _toml_array(server.args)}
+    for key in ("args", "command"):  # command first in the end, as an added table has it
+        span = _toml_key_span(lines, start + 1, end, key)
+        line = f"{key} = {values[key]}{newline}"
+        if span is None:
+            lines.insert(start + 1, line)
+            end += 1
+        else:
+            indent = re.match(r"[ \t]*", lines[span[0]])
+            lines[span[0]:span[1]] = [(indent.group() if indent else "") + line]
+            end -= span[1] - span[0] - 1
+    return "".join(lines)
+
+
+def _toml_key_span(lines: list[str], start: int, end: int, key: str) -> tuple[int, int] | None:
+    """The lines [first, last + 1) holding `key = value` in a table's body: the shortest run
+    of lines from the key's that reads as TOML (a value may span lines, as arrays do)."""
+    pattern = re.compile(rf"""\s*(?:{key}|"{key}"|'{key}')\s*=""")
+    for first in range(start, end):
+        if not pattern.match(lines[first]):
+            continue
+        for last in range(first, end):
+            try:
+                if key in tomllib.loads("".join(lines[first:last + 1])):
+                    return first, last + 1
+            except tomllib.TOMLDecodeError:
+                continue
+    return None
+
+
+def _toml_table(server: ServerCommand) -> str:
+    return (f"[mcp_servers.{SERVER_NAME}]\ncommand = {_toml_string(server.command)}\n"
+            f"args = {_toml_array(server.args)}\n")
+
+
+def _toml_array(values: Sequence[str]) -> str:
+    return "[" + ", ".join(map(_toml_string, values)) + "]"
+
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
+                 "\r": "\\r"}
+
+
+def _toml_escape(char: str) -> str:
+    if char in _TOML_ESCAPES:
+        return _TOML_ESCAPES[char]
+    code = ord(char)
+    return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: quote, backslash and every character that is not printable (the
+    controls TOML forbids raw, and what a terminal must not receive) escaped."""
+    if value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return '"' + "".join(char if char.isprintable() and char not in '"\\'
+                         else _toml_escape(char) for char in value) + '"'
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write the file whole or not at all: a temporary file beside it, renamed over it, with
+    the old file's permissions. A symlinked file (a dotfiles checkout) is written through."""
+    target = Path(os.path.realpath(path))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = target.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                             suffix=".tmp")
+    except OSError as exc:
+        raise HostFileError(path, f"cannot write it: {exc.strerror}") from exc
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException as exc:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise HostFileError(path, f"cannot write it: {exc.strerror}") from exc
+        raise
