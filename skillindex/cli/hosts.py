@@ -72,7 +72,7 @@ def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,
               "updated": f"{chosen.title}: updated the {name} entry of {path}",
               "unchanged": f"{chosen.title}: {path} already starts this {name}; left as it was",
               }[written.action])
-        echo(f"check it in {chosen.title} with {chosen.check}")
+        echo(f"to check it: {chosen.check}")
     else:
         click.echo(formats.snippet(chosen, server), nl=False)
         echo(f"# {chosen.title}: {path} ({found.status}); format: {chosen.docs}", err=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from skillindex import text as escape
@@ -37,7 +37,7 @@ class Host:
     servers_key: str  # the object of the file that maps server names to servers
     typed: bool  # whether a stdio entry says `"type": "stdio"`
     docs: str  # where the host documents the format
-    check: str  # how to see, in the host, that it started the server
+    check: str  # how to see in the host that it starts the server
 
     @property
     def toml(self) -> bool:
@@ -52,19 +52,22 @@ class Host:
 HOSTS = {host.key: host for host in (
     Host("claude", "Claude Code", ".mcp.json", "mcpServers", True,
          "https://code.claude.com/docs/en/mcp",
-         "`claude mcp list`, or /mcp in a session (approve the project's server when asked)"),
+         "run `claude mcp list`, or /mcp in a session (approve the project's server when "
+         "asked)"),
     Host("codex", "Codex", "config.toml", "mcp_servers", False,
          "https://developers.openai.com/codex/mcp",
-         "`codex mcp list`, or /mcp in a session"),
+         "run `codex mcp list`, or /mcp in a session"),
     Host("cursor", "Cursor", ".cursor/mcp.json", "mcpServers", False,
          "https://cursor.com/docs/mcp",
-         "Cursor Settings, MCP: the server is listed with its tools (switch it on if asked)"),
+         "open Cursor Settings, MCP: the server is listed with its tools (switch it on if it "
+         "is off)"),
     Host("vscode", "VS Code", ".vscode/mcp.json", "servers", True,
          "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
-         "the command MCP: List Servers (trust the server when asked), then the chat's tools"),
+         "run the command MCP: List Servers (trust the server when asked), then pick its "
+         "tools in the chat"),
     Host("gemini", "Gemini CLI", ".gemini/settings.json", "mcpServers", False,
          "https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/mcp-server.md",
-         "`gemini mcp list`, or /mcp in a session"),
+         "run `gemini mcp list`, or /mcp in a session (in a trusted folder)"),
 )}
 
 
@@ -103,7 +106,7 @@ class HostState:
 @dataclass(frozen=True, slots=True)
 class Written:
     path: Path
-    action: str  # created | added | updated | unchanged
+    action: Literal["created", "added", "updated", "unchanged"]
 
 
 class HostFileError(RefusedError):
@@ -178,11 +181,10 @@ def _absolute_database(value: str, env: Environment) -> str:
         raise RefusedError("the database URL holds a password, which the host's configuration "
                            "would keep in plain text: put it in a libpq password file "
                            "(~/.pgpass or $PGPASSFILE) and give the URL without it")
-    scheme = url.scheme.split("+", 1)[0]
-    relative = value.split(":///", 1)[1] if ":///" in value else ""
-    if scheme == "sqlite" and relative and not relative.startswith("/"):
+    prefix, separator, rest = value.partition(":///")
+    if url.scheme.split("+", 1)[0] == "sqlite" and separator and rest[:1] not in ("", "/"):
         # SQLAlchemy reads sqlite:///name relative to the process's directory: the host's.
-        return f"{value.split(':///', 1)[0]}:///{os.path.abspath(relative)}"
+        return f"{prefix}:///{os.path.abspath(rest)}"
     return value
 
 
@@ -218,7 +220,7 @@ def state(host: Host, path: Path, server: ServerCommand) -> HostState:
     current = servers.get(SERVER_NAME)
     if current is None:
         return HostState(host, path, Status.NOT_CONFIGURED)
-    if _matches(current, host, server):
+    if _matches(current, server):
         return HostState(host, path, Status.CONFIGURED)
     return HostState(host, path, Status.DIFFERENT, _describe(current))
 
@@ -233,7 +235,7 @@ def write(host: Host, path: Path, server: ServerCommand) -> Written:
     data, strict = _parse(host, path, text)
     servers = _servers(host, path, data)
     current = servers.get(SERVER_NAME)
-    if current is not None and _matches(current, host, server):
+    if current is not None and _matches(current, server):
         return Written(path, "unchanged")
     if current is not None and not isinstance(current, dict):
         raise HostFileError(path, f"its {SERVER_NAME!r} server is not a table of settings")
@@ -249,7 +251,7 @@ def write(host: Host, path: Path, server: ServerCommand) -> Written:
     return Written(path, "added" if current is None else "updated")
 
 
-def _matches(current: Any, host: Host, server: ServerCommand) -> bool:
+def _matches(current: Any, server: ServerCommand) -> bool:
     """The entry starts this command as a stdio server (other keys of it are the user's)."""
     return (isinstance(current, dict) and current.get("command") == server.command
             and current.get("args") == list(server.args)
