@@ -204,8 +204,10 @@ def test_text_written_by_an_older_version_is_escaped_too(tree: Path, tmp_path: P
 
 
 # Output the CLI prints exactly as it is: data handed on (a file, a /skill: message, a lock file
-# a chunk at a time, a migration revision) or text escaped already on the line itself.
-EXACT = {"found.data", "message.message", "chunk", "current or '(empty database)'"}
+# a chunk at a time, a migration revision, a host's configuration file, whose strings are
+# escaped as it is built) or text escaped already on the line itself.
+EXACT = {"found.data", "message.message", "chunk", "current or '(empty database)'",
+         "host_file"}
 
 
 def test_every_command_prints_through_the_escaping_helpers() -> None:

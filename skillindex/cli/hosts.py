@@ -74,7 +74,8 @@ def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,
               }[written.action])
         echo(f"to check it: {chosen.check}")
     else:
-        click.echo(formats.snippet(chosen, server), nl=False)
+        host_file = formats.snippet(chosen, server)  # its strings escaped as JSON or TOML
+        click.echo(host_file, nl=False)
         echo(f"# {chosen.title}: {path} ({found.status}); format: {chosen.docs}", err=True)
         if chosen.key == "claude":
             echo(f"# or run: {formats.claude_command(server)}", err=True)
