@@ -26,7 +26,7 @@ from skillindex.cli import cli
 from skillindex.cli.serve import parse_listen
 from skillindex.config import Environment
 from skillindex.model import ManifestFile, SkillManifest, Validation
-from skillindex.serve import skills
+from skillindex.serve import mcp, skills
 from skillindex.serve.mcp import SkillServer, create_server
 from tests.conftest import isolate_cli, root_settings, write_skill
 
@@ -71,10 +71,11 @@ class Tree:
     def server(self, **options: Any) -> SkillServer:
         return create_server(self.index, **options)
 
-    def run(self, test: Callable[[Client], Awaitable[None]], **options: Any) -> None:
+    def run(self, test: Callable[[Client], Awaitable[None]], *, client: str = "test-host",
+            **options: Any) -> None:
         async def main() -> None:
             async with Client(self.server(**options),
-                              client_info=Implementation(name="test-host", version="1")) as c:
+                              client_info=Implementation(name=client, version="1")) as c:
                 await test(c)
         anyio.run(main)
 
@@ -192,6 +193,31 @@ def test_every_listed_file_reads_back_as_its_digest_and_is_audited(tree: Tree) -
 
 def session_token(events: list[Any]) -> str:
     return str(events[0].session).rsplit("/", 1)[1]
+
+
+CLIENT_NAMES = {"slash": ("victim/deadbeef", "victim%2Fdeadbeef"),
+                "percent": ("a%2Fb", "a%252Fb"),
+                "unicode": ("hôte ✓", "h%C3%B4te%20%E2%9C%93"),
+                "long": ("x" * 300, "x" * 63 + "…"),
+                "long-escapes": ("/" * 100, "%2F" * 21 + "…")}
+
+
+@pytest.mark.parametrize(("name", "shown"), CLIENT_NAMES.values(), ids=CLIENT_NAMES.keys())
+def test_the_client_name_cannot_forge_or_push_out_the_connection(tree: Tree, name: str,
+                                                                 shown: str) -> None:
+    """Each connection keeps its own id in the session, whatever the client calls itself."""
+    async def test(client: Client) -> None:
+        await client.read_resource("skill://pdf/SKILL.md")
+
+    tree.run(test, client=name)
+    tree.run(test, client=name)
+    first, second = (str(e.session) for e in tree.index.audit())
+    assert first != second
+    for session in (first, second):
+        assert session.startswith(f"mcp:{shown}/")
+        assert session.count("/") == 1
+        assert len(session.rsplit("/", 1)[1]) == 8  # this server's own connection id
+        assert len(session) <= 4 + 2 * mcp.SESSION_PART + 1
 
 
 def test_a_changed_file_is_refused_not_served(tree: Tree) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -37,6 +38,9 @@ POLL_SECONDS = 1.0
 TTL_MS = 0  # the listing changes at any reindex; the server says so with list_changed
 CACHE_SCOPE = "private"  # what is served depends on this user's roots and working directory
 _LEGACY_SESSIONS = 64
+# Each part of an audit session (`mcp:<client>/<connection>`) is at most this many characters,
+# so the whole stays within the audit's bound on a session and is never cut there.
+SESSION_PART = 64
 
 class _ListParams(RequestParams):
     cursor: StrictStr | None = None
@@ -148,7 +152,9 @@ class Skills:
         return result
 
     def session_label(self, ctx: ServerRequestContext[Any, Any] | None) -> str:
-        """The audit session: the client's name and this connection."""
+        """The audit session, `mcp:<client>/<connection>`: the client's own name and the
+        connection (the HTTP session id, else the id this server drew), each escaped and
+        bounded on its own (`session_part`), so no name can stand for another connection."""
         name, connection = "unknown-client", self.token
         if ctx is not None:
             params = ctx.session.client_params
@@ -157,7 +163,7 @@ class Skills:
             headers = getattr(ctx.request, "headers", None)
             if headers is not None and headers.get("mcp-session-id"):
                 connection = str(headers["mcp-session-id"])
-        return f"mcp:{name}/{connection}"
+        return f"mcp:{session_part(name)}/{session_part(connection)}"
 
     # The extension's methods.
 
@@ -252,6 +258,19 @@ class Skills:
             outcome, message = exc.outcome, str(exc)
         self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
+
+
+def session_part(text: str) -> str:
+    """`text` percent-encoded (all but letters, digits and `-._~`), so it holds no `/`; past
+    SESSION_PART characters it is cut at a whole character and ends in `…`, which no
+    encoded text contains."""
+    quoted = urllib.parse.quote(text, safe="-._~")
+    if len(quoted) <= SESSION_PART:
+        return quoted
+    end = SESSION_PART - 1
+    if "%" in quoted[end - 2:end]:  # never half an escape
+        end = quoted.rindex("%", end - 2, end)
+    return quoted[:end] + "…"
 
 
 def _changed() -> MCPError:
