@@ -7,6 +7,8 @@ import os
 import random
 import shutil
 import subprocess
+import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -96,20 +98,101 @@ def test_computed_hash_equals_the_cli_algorithm_under_node(tmp_path: Path) -> No
     assert ours == node(CLI_HASH_JS, str(skill)).strip()
 
 
+SORT_JS = ("let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
+           "const a=JSON.parse(s);a.sort((x,y)=>x.localeCompare(y));"
+           "console.log(JSON.stringify(a))})")
+# For each pair [a, b] the sign of a.localeCompare(b).
+COMPARE_JS = ("let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
+              "console.log(JSON.stringify(JSON.parse(s).map(([a,b])=>"
+              "Math.sign(a.localeCompare(b)))))})")
+
+
 @needs_node
-def test_collation_matches_node_localecompare_on_random_paths() -> None:
+def test_the_fallback_matches_node_localecompare_on_latin_paths() -> None:
     alphabet = (" _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéÉäÄñçÅøßœæÆØ")
     rng = random.Random(2640)
     words = sorted({"".join(rng.choice(alphabet if rng.random() < 0.3 else "abAB/.-_é")
                             for _ in range(rng.randint(1, 10))) for _ in range(4000)})
-    sort_js = ("let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
-               "const a=JSON.parse(s);a.sort((x,y)=>x.localeCompare(y));"
-               "console.log(JSON.stringify(a))})")
 
-    expected = json.loads(node(sort_js, stdin=json.dumps(words)))
+    expected = json.loads(node(SORT_JS, stdin=json.dumps(words)))
 
-    assert sorted(words, key=lockfile.collation_key) == expected
+    assert sorted(words, key=lockfile.fallback_key) == expected
+
+
+def _random_char(rng: random.Random) -> str:
+    """A character a file name may hold, from the ranges real names draw on and from anywhere
+    (assigned in this Python's Unicode, so in node's ICU too)."""
+    while True:
+        low, high = rng.choice([(0x20, 0x7E), (0x20, 0x7E), (0xA0, 0x24F), (0x2000, 0x2BFF),
+                                (0x3040, 0x30FF), (0x4E00, 0x9FFF), (0x300, 0x36F),
+                                (0x1F300, 0x1FAFF), (0x80, 0x10FFFF)])
+        char = chr(rng.randint(low, high))
+        if char not in "/\x00" and unicodedata.category(char) not in ("Cn", "Cs", "Co"):
+            return char
+
+
+def random_names(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    names: set[str] = set()
+    while len(names) < count:
+        chars = [_random_char(rng) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.3:
+            chars.insert(rng.randrange(len(chars) + 1), "/")
+        names.add("".join(chars))
+    return sorted(names)
+
+
+@needs_node
+def test_collation_equals_node_localecompare_on_random_unicode_names() -> None:
+    names = random_names(24, 5000)
+    rng = random.Random(24)
+    pairs = [(rng.choice(names), rng.choice(names)) for _ in range(10_000)]
+    pairs += [(a, a[:rng.randint(0, len(a))] + rng.choice(names))  # sharing a start
+              for a in (rng.choice(names) for _ in range(5_000))]
+    key = lockfile.collation_key()
+
+    signs = json.loads(node(COMPARE_JS, stdin=json.dumps(pairs)))
+    ours = [(key(a) > key(b)) - (key(a) < key(b)) for a, b in pairs]
+
+    assert [p for p, s, o in zip(pairs, signs, ours, strict=True) if s != o] == []
+    assert sorted(names, key=key) == json.loads(node(SORT_JS, stdin=json.dumps(names)))
+
+
+# Symbols, kana, CJK, emoji, a ligature, and names the collation finds equal (NFC and NFD,
+# a zero-width space), whose order is then the CLI's walk's.
+UNICODE_FILES = ("€-prices.md", "prices.md", "アプリ.md", "あぷり.md", "app.md", "™.md",
+                 "10€.md", "§ 3.md", "漢字/説明.md", "😀.md", "ﬁle.md", "file.md",
+                 "é.md", "e\u0301.md", "ab.md", "a\u200bb.md", "x/€.md", "x/y.md")
+
+
+@needs_node
+def test_computed_hash_equals_the_cli_for_symbols_and_kana(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "unicode")
+    for rel in UNICODE_FILES:
+        path = skill / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"{rel}\n".encode())
+
+    ours = lockfile.computed_hash(lockfile.folder_files(skill, max_bytes=1 << 20))
+
+    assert ours == node(CLI_HASH_JS, str(skill)).strip()
+
+
+@needs_node
+@pytest.mark.parametrize("lang", ["C.UTF-8", "sv_SE.UTF-8", "ja_JP.UTF-8", ""])
+def test_the_order_follows_the_locale_as_node_does(tmp_path: Path, lang: str) -> None:
+    """`localeCompare` collates in the default locale (Swedish puts ä after z)."""
+    names = ["z.md", "ä.md", "a.md", "Z.md", "アプリ.md", "あぷり.md", "漢.md", "字.md"]
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("LC_")} | {"LANG": lang}
+    script = ("import json, sys; from skillindex.query import lockfile; "
+              "print(json.dumps(sorted(json.load(sys.stdin), key=lockfile.collation_key())))")
+    ours = subprocess.run([sys.executable, "-c", script], input=json.dumps(names), env=environ,
+                          capture_output=True, text=True, check=True).stdout
+    assert NODE is not None
+    theirs = subprocess.run([NODE, "-e", SORT_JS], input=json.dumps(names), env=environ,
+                            capture_output=True, text=True, check=True).stdout
+    assert json.loads(ours) == json.loads(theirs)
 
 
 @needs_node

@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,9 @@ FILE_NAME = "skills-lock.json"
 # Folders the `skills` CLI leaves out of a skill's hash, at any depth.
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
-# JavaScript's `a.localeCompare(b)` (ICU's root collation) orders the printable ASCII
-# characters so: punctuation and symbols, digits, then letters with case set aside. Read off
-# node's own sort of the 95 characters; tests/test_lockfile.py checks it against node.
+# Without ICU, an approximation of `localeCompare` in ICU's root collation: the printable
+# ASCII characters order so: punctuation and symbols, digits, then letters with case set
+# aside. Read off node's own sort of the 95 characters; tests/test_lockfile.py checks it.
 _ASCII_PRIMARY = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 _PRIMARY = {char: weight for weight, char in enumerate(_ASCII_PRIMARY)}
 _LETTERS_END = len(_PRIMARY)
@@ -56,8 +56,9 @@ def _primary(char: str) -> int:
     return _LETTERS_END + ord(char)
 
 
-def collation_key(text: str) -> Key:
-    """A sort key that orders strings as JavaScript's `localeCompare` does (three levels).
+def fallback_key(text: str) -> Key:
+    """A sort key close to JavaScript's `localeCompare` in ICU's root collation, for when ICU
+    is not installed: exact for ASCII and the accented Latin letters of real skill paths.
 
     Base letters first (case and accents aside), then accents, then case (lower before upper),
     as the Unicode collation algorithm compares them.
@@ -78,6 +79,31 @@ def collation_key(text: str) -> Key:
             secondary.append(_MARK[stroke] if stroke and index == 0 else 0)
             tertiary.append(case)
     return tuple(primary), tuple(secondary), tuple(tertiary)
+
+
+# ICU's default locale when the environment names none that collates (LANG=C): V8 makes it
+# en-US for `localeCompare`, where ICU's own en_US_POSIX would order by code point.
+_POSIX_LOCALES = frozenset({"en_us_posix", "c", "posix"})
+
+
+@functools.cache
+def collation_key() -> Callable[[str], Any]:
+    """The sort key of `localeCompare` as node computes it: ICU's collator for ICU's default
+    locale (from LC_ALL, LC_MESSAGES or LANG, as node reads it) when PyICU is installed (the
+    `icu` extra), else `fallback_key`."""
+    try:
+        import icu  # noqa: PLC0415 - optional, and large: loaded on the first lock only
+    except ImportError:
+        return fallback_key
+    locale = icu.Locale.getDefault()
+    if locale.getName().lower() in _POSIX_LOCALES:
+        locale = icu.Locale("en_US")
+    collator = icu.Collator.createInstance(locale)
+    # As V8 sets it: canonically equivalent text compares equal whatever the order of its
+    # combining marks.
+    collator.setAttribute(icu.UCollAttribute.NORMALIZATION_MODE, icu.UCollAttributeValue.ON)
+    key: Callable[[str], bytes] = collator.getSortKey
+    return key
 
 
 def _js_key_order(key: str) -> bytes:
@@ -101,27 +127,34 @@ class LockEntry:
 def folder_files(skill_dir: Path, *, max_bytes: int) -> list[tuple[str, bytes]]:
     """Every regular file of a skill folder as the `skills` CLI hashes it, in its order.
 
-    Symbolic links are neither followed nor hashed (the CLI's `readdir` reports them as
-    neither file nor folder), `.git` and `node_modules` folders are skipped, hidden files
-    are kept.
+    Walked as the CLI walks it, so that paths `localeCompare` finds equal keep its order too:
+    depth first, each folder's entries in byte order (node's `readdir` sorts them so), a
+    folder's files listed where the folder is met. Symbolic links are neither followed nor
+    hashed (the CLI's `readdir` reports them as neither file nor folder), `.git` and
+    `node_modules` folders are skipped, hidden files are kept.
     """
     found: list[tuple[str, bytes]] = []
     total = 0
-    pending = [(skill_dir, "")]
+    pending = [_listing(skill_dir, "")]
     while pending:
-        folder, prefix = pending.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIPPED_DIRS:
-                        pending.append((Path(entry.path), rel + "/"))
-                elif entry.is_file(follow_symlinks=False):
-                    data = _read_regular(Path(entry.path), max_bytes=max_bytes - total)
-                    total += len(data)
-                    found.append((rel, data))
-    found.sort(key=lambda item: collation_key(item[0]))
+        entry, rel = next(pending[-1], (None, ""))
+        if entry is None:
+            pending.pop()
+        elif entry.is_dir(follow_symlinks=False):
+            if entry.name not in SKIPPED_DIRS:
+                pending.append(_listing(Path(entry.path), rel + "/"))
+        elif entry.is_file(follow_symlinks=False):
+            data = _read_regular(Path(entry.path), max_bytes=max_bytes - total)
+            total += len(data)
+            found.append((rel, data))
+    found.sort(key=lambda item: collation_key()(item[0]))
     return found
+
+
+def _listing(folder: Path, prefix: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+    with os.scandir(folder) as entries:
+        ordered = sorted(entries, key=lambda entry: os.fsencode(entry.name))
+    return ((entry, prefix + entry.name) for entry in ordered)
 
 
 def _read_regular(path: Path, *, max_bytes: int) -> bytes:
