@@ -38,7 +38,7 @@ from skillindex.index.scanner import ENTRY
 from skillindex.model import (
     AUDIT_OUTCOMES,
     Approval,
-    AuditEvent,
+    AuditListing,
     AuditRecord,
     Candidate,
     ChainReport,
@@ -542,7 +542,7 @@ class SkillIndex:
                                format=format, tools=tools, query=query)
         if session is not None:
             text = result.text.encode("utf-8")
-            self.append_event(AuditRecord(
+            self._append_event(AuditRecord(
                 event=CATALOG_PUBLISHED, level=Level.CATALOG,
                 outcome="ok", bytes=len(text), digest=hashlib.sha256(text).hexdigest(),
                 reason=f"{len(result.entries)} skills, {len(result.omitted)} omitted",
@@ -709,7 +709,18 @@ class SkillIndex:
             runs = resolved.root_runs(session, self.index_name, self._root_paths())
         return ",".join(f"{run}" for _, run in runs)
 
-    def append_event(self, record: AuditRecord) -> None:
+    def refuse_unserved(self, uri: str, *, outcome: str, reason: str | None,
+                        session: str | None) -> None:
+        """Audit a read of `uri` that a server refused before asking the index (it serves no
+        such URI, or the path is refused): outcome `not-found` or `refused`, nothing handed
+        over. The audit has no other way in from outside: every row is a disclosure attempt
+        this library made."""
+        if outcome not in ("not-found", "refused"):
+            raise ConfigError(f"a refused read is not-found or refused, not {outcome!r}")
+        attempt = disclose.Attempt.of_uri(uri)
+        self._append_event(attempt.record(outcome=outcome, reason=reason, session=session))
+
+    def _append_event(self, record: AuditRecord) -> None:
         """Append one audit row in a transaction of its own (a reindex never holds it up long).
 
         The store sets its time and links it to the chain of this index.
@@ -720,7 +731,8 @@ class SkillIndex:
                 # appending after it cannot interleave with another process's append.
                 connection.execution_options(**IMMEDIATE)
                 with Session(connection) as session, session.begin():
-                    audit.append(session, self.index_name, record)
+                    audit.append(session, self.index_name, record,
+                                 lock_timeout=self.settings.audit_lock_timeout)
         except SQLAlchemyError as exc:
             raise store_error(exc, "write the audit log", url=self.engine.url) from exc
 
@@ -736,7 +748,7 @@ class SkillIndex:
             outcome = exc.outcome
             raise
         finally:
-            self.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
+            self._append_event(attempt.record(outcome=outcome, reason=reason, session=session))
 
     def read(self, uri: str, *, reason: str | None = None, session: str | None = None,
              max_bytes: int | None = None) -> Disclosure:
@@ -843,7 +855,7 @@ class SkillIndex:
     @overload
     def audit(self, *, session: str | None = None, skill: str | None = None,
               outcome: str | None = None, since: datetime | str | None = None,
-              levels: Literal[False] = False) -> list[AuditEvent]: ...
+              levels: Literal[False] = False) -> AuditListing: ...
 
     @overload
     def audit(self, *, session: str | None = None, skill: str | None = None,
@@ -852,7 +864,7 @@ class SkillIndex:
 
     def audit(self, *, session: str | None = None, skill: str | None = None,
               outcome: str | None = None, since: datetime | str | None = None,
-              levels: bool = False) -> list[AuditEvent] | list[SessionLevels]:
+              levels: bool = False) -> AuditListing | list[SessionLevels]:
         """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
         start = since_of(since)
         if outcome is not None and outcome not in AUDIT_OUTCOMES:

@@ -16,6 +16,7 @@ from skillindex.model import Limits, RiskPolicy, Scope, Validation
 COLLISION_POLICIES = ("precedence", "reject-ambiguous", "qualify", "keep-all")
 DEFAULT_INDEX = "default"
 DEFAULT_REINDEX_TIMEOUT_S = 600.0
+DEFAULT_AUDIT_LOCK_TIMEOUT_S = 10.0
 # The longest wait PostgreSQL's lock_timeout (an int4 of milliseconds) can express, ~24.8 days.
 MAX_REINDEX_TIMEOUT_S = (2**31 - 1) // 1000
 INT32 = (-(2**31), 2**31 - 1)  # the store keeps precedence and max_depth in INTEGER columns
@@ -112,6 +113,9 @@ class Settings:
     index_name: str = DEFAULT_INDEX
     # How long a reindex waits for another reindex of the same index before giving up.
     reindex_timeout: float = DEFAULT_REINDEX_TIMEOUT_S
+    # How long an audited read waits for the audit chain's lock on PostgreSQL before it fails
+    # (another transaction appending, or holding the lock); 0 does not wait.
+    audit_lock_timeout: float = DEFAULT_AUDIT_LOCK_TIMEOUT_S
     # Bounded work, as the MCP skills extension bounds it: larger files are recorded by size and
     # never read; larger skills are rejected.
     max_file_bytes: int = 16 * MIB
@@ -148,8 +152,8 @@ ALIASES = {
     "contextFiles": "context_files",
 }
 _SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name",
-                                                    "reindex_timeout"}
-_TOP_LEVEL_KEYS = {"skills", "roots", "index", "reindex_timeout"}
+                                                    "reindex_timeout", "audit_lock_timeout"}
+_TOP_LEVEL_KEYS = {"skills", "roots", "index", "reindex_timeout", "audit_lock_timeout"}
 _ROOT_KEYS = {f.name for f in fields(RootConfig)}
 
 
@@ -206,7 +210,7 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     unknown = set(document) - _TOP_LEVEL_KEYS
     if unknown:
         raise ConfigError(f"unknown top-level key {sorted(unknown)[0]!r} (expected [skills], "
-                          "[[roots]], index or reindex_timeout)", source=source,
+                          "[[roots]], index, reindex_timeout or audit_lock_timeout)", source=source,
                           key=sorted(unknown)[0])
     values: dict[str, Any] = {}
     skills = document.get("skills", {})
@@ -230,9 +234,9 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
                                 source, f"skills.{key}")
     if "index" in document:
         values["index_name"] = check_index_name(document["index"], source=source)
-    if "reindex_timeout" in document:
-        values["reindex_timeout"] = _seconds(document["reindex_timeout"], source,
-                                             "reindex_timeout")
+    for key in ("reindex_timeout", "audit_lock_timeout"):
+        if key in document:
+            values[key] = _seconds(document[key], source, key)
     roots = document.get("roots", [])
     if not isinstance(roots, list):
         raise ConfigError("roots must be an array of tables ([[roots]])", source=source,

@@ -46,6 +46,17 @@ class AuditKeptError(StoreError):
     """A downgrade would drop audit events and was not told to discard them."""
 
 
+class AuditBusyError(StoreError):
+    """The audit chain's lock was held by another transaction longer than the bounded wait."""
+
+    def __init__(self, index_name: str, waited: float) -> None:
+        super().__init__(f"cannot write the audit log of index {index_name}: another "
+                         f"transaction held its lock for more than {waited:g} s "
+                         "(audit_lock_timeout); nothing was disclosed")
+        self.index_name = index_name
+        self.waited = waited
+
+
 class ReindexBusyError(SkillIndexError):
     """Another process holds the reindex lock of this index."""
 

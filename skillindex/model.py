@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +42,10 @@ class RiskPolicy(enum.StrEnum):
 
 # What an audit row says happened to a disclosure attempt.
 AUDIT_OUTCOMES = ("ok", "refused", "mismatch", "missing", "not-found", "error")
+# The events a disclosure writes, each at its one level (1 catalog, 2 body, 3 file); the
+# store refuses any other pair (migration 0009's CHECK constraints, which must agree).
+AUDIT_EVENT_LEVELS = {"catalog.published": 1, "skill.read": 2, "skill.command": 2,
+                      "resource.read": 3}
 
 
 class ResourceKind(enum.StrEnum):
@@ -384,6 +389,15 @@ class AuditEvent:
                 "session": self.session, "path": self.path}
 
 
+class AuditListing(list[AuditEvent]):
+    """Audit rows as listed, and the ids of rows left out because a field does not parse
+    (only an edit of the database leaves one; `audit verify` names it)."""
+
+    def __init__(self, events: Iterable[AuditEvent] = (), skipped: Iterable[int] = ()) -> None:
+        super().__init__(events)
+        self.skipped = tuple(skipped)
+
+
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
     """An event to append to the audit: the store adds its time and its place in the chain."""
@@ -413,12 +427,38 @@ class BrokenEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Anchor:
+    """The audit chain's head and length as a reindex found them, kept in its `index_run`."""
+
+    run: int
+    time: str
+    events: int
+    head: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"run": self.run, "time": self.time, "events": self.events, "head": self.head}
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorProblem:
+    """An anchor the chain no longer reaches: its end was cut, or its history rewritten."""
+
+    anchor: Anchor
+    problem: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.anchor.as_dict(), "problem": self.problem}
+
+
+@dataclass(frozen=True, slots=True)
 class ChainReport:
     """The audit chain of one index recomputed: its head hash and the first broken row, if any.
 
     `events` counts the rows that verified (all of them when nothing is broken); `head` is the
     hash of the last of them. `pinned` is a head published earlier; `pinned_at` its position in
-    the chain (1 = the first event), None when the chain no longer holds it.
+    the chain (1 = the first event), None when the chain no longer holds it. `anchors` counts
+    the anchors the chain still reaches, `anchored` the length of the longest of them; `lost`
+    is the first anchor it does not reach.
     """
 
     index: str
@@ -427,10 +467,20 @@ class ChainReport:
     broken: BrokenEvent | None
     pinned: str | None = None
     pinned_at: int | None = None
+    anchors: int = 0
+    anchored: int = 0
+    lost: AnchorProblem | None = None
 
     @property
     def ok(self) -> bool:
-        return self.broken is None and (self.pinned is None or self.pinned_at is not None)
+        return (self.broken is None and self.lost is None
+                and (self.pinned is None or self.pinned_at is not None))
+
+    @property
+    def unproven(self) -> int:
+        """The newest events whose removal this check could not tell: those after the last
+        anchor and after the pinned head."""
+        return max(0, self.events - max(self.anchored, self.pinned_at or 0))
 
     def as_dict(self) -> dict[str, object]:
         pinned = None if self.pinned is None else {
@@ -439,7 +489,10 @@ class ChainReport:
             "events_after": None if self.pinned_at is None else self.events - self.pinned_at}
         return {"ok": self.ok, "index": self.index, "events": self.events, "head": self.head,
                 "broken": None if self.broken is None else self.broken.as_dict(),
-                "pinned": pinned}
+                "pinned": pinned,
+                "anchors": {"reached": self.anchors, "covered": self.anchored,
+                            "lost": None if self.lost is None else self.lost.as_dict()},
+                "unproven": self.unproven}
 
 
 @dataclass(frozen=True, slots=True)

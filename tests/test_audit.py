@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,8 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.errors import AuditKeptError, SkillIndexError
 from skillindex.model import AuditRecord, Level
-from skillindex.query import disclose
-from skillindex.store import audit, migrate
+from skillindex.query import disclose, oneshot
+from skillindex.store import audit, chain, migrate
 from skillindex.store.engine import make_engine
 from tests.conftest import OpenIndex, write_skill
 
@@ -49,6 +49,11 @@ def three_events(index: SkillIndex) -> list[dict[str, Any]]:
     attempt(index, "skill://pdf/guide.md", session="s-1")
     attempt(index, "skill://nope", session="s-2")
     return rows(index.engine)
+
+
+def append(index: SkillIndex, record: AuditRecord) -> None:
+    """An event as the library's own flows append it (there is no public way in)."""
+    index._append_event(record)
 
 
 def rows(engine: Engine) -> list[dict[str, Any]]:
@@ -81,8 +86,8 @@ def test_text_of_every_kind_hashes_alike_on_both_backends(index: SkillIndex) -> 
     """The PostgreSQL trigger and the Python verifier must see the same bytes."""
     attempt(index, "skill://pdf/caf%C3%A9\u202e😀.md", reason="é \x00 \u202e 😀 \n\t\"'\\",
             session="ünïcode")
-    index.append_event(AuditRecord(event="catalog.published", level=Level.CATALOG, outcome="ok",
-                                   bytes=2**40, digest=None, reason=None, session=None))
+    append(index, AuditRecord(event="catalog.published", level=Level.CATALOG, outcome="ok",
+                              bytes=2**40, digest=None, reason=None, session=None))
     report = index.verify_audit()
     assert report.ok, report.broken
     assert report.events == 2
@@ -146,7 +151,7 @@ def insert_row(connection: Connection, events: list[dict[str, Any]]) -> int:
     # follows what comes before it.
     forged = {**events[0], "id": 0, "outcome": "refused", "bytes": 0}
     fields = {n: forged[n] for n in audit.TEXT_FIELDS}
-    fields["time"] = audit.canonical_time(forged["time"])
+    fields["time"] = audit.time_text(forged["time"])
     forged["row_hash"] = audit.row_hash(audit.GENESIS, fields)
     _insert(connection, forged)
     return int(events[0]["id"])
@@ -191,7 +196,7 @@ def test_a_rewritten_history_loses_its_published_head(index: SkillIndex) -> None
         for event in events:
             fields = {n: event[n] for n in audit.TEXT_FIELDS}
             fields["outcome"] = "refused"
-            fields["time"] = audit.canonical_time(event["time"])
+            fields["time"] = audit.time_text(event["time"])
             digest = audit.row_hash(prev, fields)
             connection.execute(text("UPDATE load_event SET outcome = 'refused', prev_hash = :p, "
                                     "row_hash = :h WHERE id = :i"),
@@ -228,7 +233,7 @@ def test_sqlite_refuses_insert_or_replace_over_an_event(sqlite_index: SkillIndex
 
 def test_the_store_sets_the_time(index: SkillIndex) -> None:
     before = datetime.now(UTC)
-    index.append_event(AuditRecord(event="catalog.published", level=Level.CATALOG, outcome="ok"))
+    append(index, AuditRecord(event="catalog.published", level=Level.CATALOG, outcome="ok"))
     [event] = index.audit()
     # The server's clock on PostgreSQL: allow for a little skew between the two clocks.
     assert before - timedelta(seconds=5) <= event.time <= datetime.now(UTC) + timedelta(seconds=5)
@@ -285,8 +290,8 @@ WRITER = textwrap.dedent("""
     from skillindex.model import AuditRecord
     index = SkillIndex.open(Settings(presets=False), db=sys.argv[1], cwd=sys.argv[2])
     for number in range(int(sys.argv[3])):
-        index.append_event(AuditRecord(event="skill.read", level=2, outcome="ok",
-                                       session=f"{sys.argv[4]}-{number}"))
+        index._append_event(AuditRecord(event="skill.read", level=2, outcome="ok",
+                                        session=f"{sys.argv[4]}-{number}"))
     index.close()
 """)
 
@@ -324,7 +329,7 @@ def test_the_upgrade_chains_events_already_logged(db_url: str) -> None:
     with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
         assert index.verify_audit().events == 2
         assert index.verify_audit().ok
-        index.append_event(AuditRecord(event="skill.read", level=2, outcome="ok"))
+        append(index, AuditRecord(event="skill.read", level=2, outcome="ok"))
         report = index.verify_audit()
         assert report.ok and report.events == 3
     with SkillIndex.open(None, db=db_url, cwd=Path.cwd(), index="other") as other:
@@ -362,7 +367,8 @@ def test_cli_audit_verify_prints_the_head_and_exits_1_at_a_broken_row(index: Ski
     assert shape == {"ok": True, "index": "default", "events": 3,
                      "head": events[-1]["row_hash"], "broken": None,
                      "pinned": {"hash": events[0]["row_hash"], "found": True, "position": 1,
-                                "events_after": 2}}
+                                "events_after": 2},
+                     "anchors": {"reached": 1, "covered": 0, "lost": None}, "unproven": 2}
     assert run(*db, "audit", "verify", "--head", "0" * 63 + "1").exit_code == 1
     with index.engine.begin() as connection:
         drop_guards(connection)
@@ -430,3 +436,328 @@ def test_a_file_grown_past_the_limit_is_not_hashed_for_the_audit(index: SkillInd
     [event] = index.audit()
     # Past the file limit the read is refused as too large before anything is hashed.
     assert (event.outcome, event.digest) == ("refused", None)
+
+
+# -- rows that say only what happened --------------------------------------------------------------
+
+def lift_checks(connection: Connection) -> None:
+    """The owner can also set aside the CHECK constraints (a SQLite file's, for its connection)."""
+    if connection.dialect.name == "postgresql":
+        for name in ("event_level", "outcome", "bytes"):
+            connection.execute(text(f"ALTER TABLE load_event DROP CONSTRAINT ck_load_event_{name}"))
+    else:
+        connection.execute(text("PRAGMA ignore_check_constraints = ON"))
+
+
+def test_a_time_rewritten_as_the_same_instant_is_caught_or_cannot_be(index: SkillIndex) -> None:
+    """Another text of the same instant either breaks the chain (SQLite keeps text) or is the
+    same stored value (PostgreSQL keeps the instant): `--since` never misses a verified row."""
+    events = three_events(index)
+    instant = audit.time_text(events[1]["time"])
+    other = datetime.fromisoformat(instant).replace(tzinfo=UTC).astimezone(
+        timezone(timedelta(hours=-5))).isoformat()
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        lift_checks(connection)
+        connection.execute(text("UPDATE load_event SET time = :t WHERE id = :i"),
+                           {"t": other, "i": events[1]["id"]})
+    report = index.verify_audit()
+    listed = index.audit(since=datetime.fromisoformat(instant).replace(tzinfo=UTC))
+    if index.engine.dialect.name == "sqlite":
+        assert not report.ok and report.broken is not None
+        assert report.broken.id == events[1]["id"]
+        assert "not in the store's one form" in report.broken.problem
+    else:
+        assert report.ok
+        assert len(listed) == 2
+
+
+@pytest.fixture
+def sqlite_events(sqlite_index: SkillIndex) -> list[dict[str, Any]]:
+    for uri in ("skill://pdf", "skill://nope", "skill://pdf"):
+        attempt(sqlite_index, uri)
+    return rows(sqlite_index.engine)
+
+
+@pytest.mark.parametrize("time", ["garbage", "2026-02-30 10:00:00.000000", "", "7",
+                                  "2026-12-01T10:00:00+00:00"])
+def test_a_time_that_is_no_time_is_named_and_the_rest_still_listed(
+        sqlite_index: SkillIndex, sqlite_events: list[dict[str, Any]], time: str) -> None:
+    with sqlite_index.engine.begin() as connection:
+        drop_guards(connection)
+        lift_checks(connection)
+        connection.execute(text("UPDATE load_event SET time = :t WHERE id = :i"),
+                           {"t": time, "i": sqlite_events[1]["id"]})
+    report = sqlite_index.verify_audit()
+    assert report.broken is not None and report.broken.id == sqlite_events[1]["id"]
+    listed = sqlite_index.audit()
+    if "T" in time:  # a time all the same, but not in the store's form: listed
+        assert len(listed) == 3
+        return
+    assert [e.skill for e in listed] == ["pdf", "pdf"]
+    assert listed.skipped == (sqlite_events[1]["id"],)
+    db = ["--db", sqlite_index.url, "--config", "/dev/null"]
+    shown = CliRunner().invoke(cli, [*db, "audit"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.count("skill.read") == 2
+    assert f"not listed: a field does not parse (event {sqlite_events[1]['id']})" in shown.stderr
+    checked = CliRunner().invoke(cli, [*db, "audit", "verify"])
+    assert checked.exit_code == 1
+    assert f"broken: event {sqlite_events[1]['id']}" in checked.stdout
+    assert "internal error" not in checked.output
+
+
+IMPOSSIBLE = {
+    "outcome": {"outcome": "bogus"},
+    "level-99": {"level": 99},
+    "level-negative": {"level": -7},
+    "level-of-another-event": {"event": "catalog.published", "level": 2},
+    "bytes": {"bytes": -1_000_000},
+    "event": {"event": "made.up"},
+}
+RAW_EVENT = {"index_name": "default", "time": "2026-12-01 10:00:00.000000",
+             "event": "skill.read", "level": 2, "bytes": 0, "outcome": "ok", "session": "victim"}
+
+
+@pytest.mark.parametrize("change", IMPOSSIBLE.values(), ids=IMPOSSIBLE.keys())
+def test_the_store_refuses_an_event_no_disclosure_writes(index: SkillIndex,
+                                                         change: dict[str, Any]) -> None:
+    record = {**RAW_EVENT, **change}
+    with pytest.raises(DatabaseError, match=r"(?i)check"), index.engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO load_event (index_name, time, event, level, bytes, outcome, session) "
+            "VALUES (:index_name, :time, :event, :level, :bytes, :outcome, :session)"), record)
+    fields = {k: v for k, v in record.items() if k not in ("index_name", "time")}
+    with pytest.raises(SkillIndexError, match=r"(?i)check"):
+        append(index, AuditRecord(**fields))
+    assert index.audit() == [] and index.verify_audit().ok
+
+
+@pytest.mark.parametrize("change", IMPOSSIBLE.values(), ids=IMPOSSIBLE.keys())
+def test_verify_names_an_impossible_event_the_checks_did_not_see(index: SkillIndex,
+                                                                 change: dict[str, Any]) -> None:
+    """A forged row with hashes right for itself (a database older than the checks, or the
+    checks set aside) still fails `audit verify`."""
+    attempt(index, "skill://pdf")
+    [event] = rows(index.engine)
+    forged = {**event, **change, "id": event["id"] + 1, "prev_hash": event["row_hash"]}
+    fields = {n: forged[n] for n in audit.TEXT_FIELDS}
+    fields["time"] = audit.time_text(forged["time"])
+    forged["row_hash"] = audit.row_hash(event["row_hash"], fields)
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        lift_checks(connection)
+        _insert(connection, forged)
+    report = index.verify_audit()
+    assert report.broken is not None and report.broken.id == forged["id"]
+    assert "no disclosure writes that" in report.broken.problem
+    assert report.events == 1
+
+
+# -- anchors ---------------------------------------------------------------------------------------
+
+def anchors(engine: Engine) -> list[tuple[Any, ...]]:
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(
+            "SELECT index_name, audit_events, audit_head FROM index_run ORDER BY id"))]
+
+
+def test_every_reindex_records_the_chains_head_and_length(index: SkillIndex, tmp_path: Path,
+                                                          open_index: OpenIndex) -> None:
+    other = open_index(tmp_path / "skills", index="other")
+    assert anchors(index.engine)[-1] == ("default", 0, audit.GENESIS)
+    events = three_events(index)
+    attempt(other, "skill://pdf")
+    index.reindex()
+    assert anchors(index.engine)[-1] == ("default", 3, events[-1]["row_hash"])
+    attempt(index, "skill://pdf")
+    attempt(other, "skill://pdf")
+    attempt(index, "skill://pdf")
+    index.reindex()
+    other.reindex()
+    head = index.verify_audit().head
+    assert anchors(index.engine)[-2:] == [("default", 5, head),
+                                          ("other", 2, other.verify_audit().head)]
+    index.reindex()  # nothing new: the same anchor again
+    assert anchors(index.engine)[-1] == ("default", 5, head)
+    report = index.verify_audit()
+    assert report.ok and (report.anchors, report.anchored, report.unproven) == (3, 5, 0)
+
+
+def _delete_newest(connection: Connection, count: int) -> None:
+    connection.execute(text("DELETE FROM load_event WHERE id IN (SELECT id FROM load_event "
+                            "ORDER BY id DESC LIMIT :n)"), {"n": count})
+
+
+@pytest.mark.parametrize("removed", [1, 3], ids=["newest", "all"])
+def test_a_tail_removed_before_the_last_reindex_is_caught_without_a_head(
+        index: SkillIndex, removed: int) -> None:
+    three_events(index)
+    index.reindex()
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        _delete_newest(connection, removed)
+    report = index.verify_audit()
+    assert not report.ok and report.broken is None
+    assert report.lost is not None and report.lost.anchor.events == 3
+    assert f"the chain ends at event {3 - removed}" in report.lost.problem
+    db = ["--db", index.url, "--config", "/dev/null"]
+    shown = run(*db, "audit", "verify")
+    assert shown.exit_code == 1
+    assert "anchor lost: run" in shown.output and "removed from its end" in shown.output
+
+
+def test_a_history_rewritten_before_the_last_reindex_is_caught_without_a_head(
+        index: SkillIndex) -> None:
+    events = three_events(index)
+    index.reindex()
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        prev = audit.GENESIS
+        for event in events:
+            fields = {n: event[n] for n in audit.TEXT_FIELDS}
+            fields["outcome"] = "refused"
+            fields["time"] = audit.time_text(event["time"])
+            digest = audit.row_hash(prev, fields)
+            connection.execute(text("UPDATE load_event SET outcome = 'refused', prev_hash = :p, "
+                                    "row_hash = :h WHERE id = :i"),
+                               {"p": prev, "h": digest, "i": event["id"]})
+            prev = digest
+    report = index.verify_audit()
+    assert not report.ok and report.broken is None
+    assert report.lost is not None and "rewritten" in report.lost.problem
+
+
+def test_verify_says_what_it_cannot_prove_without_a_head(index: SkillIndex) -> None:
+    three_events(index)
+    index.reindex()
+    attempt(index, "skill://pdf")
+    attempt(index, "skill://pdf")
+    db = ["--db", index.url, "--config", "/dev/null"]
+    shown = run(*db, "audit", "verify")
+    assert shown.exit_code == 0, shown.output
+    assert "the newest covers the first 3 events" in shown.output
+    assert ("not proven without --head: that none of the 2 events after the newest anchor was "
+            "removed") in shown.output
+    assert "rewritten together with its anchors" in shown.output
+    shape = json.loads(run(*db, "--json", "audit", "verify").stdout)
+    assert shape["anchors"] == {"reached": 2, "covered": 3, "lost": None}
+    assert shape["unproven"] == 2
+    # The newest two are gone: nothing recorded them, and only a pinned head can tell.
+    pinned = shape["head"]
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        _delete_newest(connection, 2)
+    assert run(*db, "audit", "verify").exit_code == 0
+    assert run(*db, "audit", "verify", "--head", pinned).exit_code == 1
+
+
+def test_an_unchanged_reindex_by_the_start_up_path_records_its_anchor(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
+                      "precedence = 10\n")
+    db = f"sqlite:///{tmp_path / 'index.sqlite'}"
+    with SkillIndex.open(str(config), db=db, cwd=tmp_path) as index:
+        index.reindex()
+        attempt(index, "skill://pdf")
+        attempt(index, "skill://pdf")
+        head = index.verify_audit().head
+    report = oneshot.reindex(str(config), db=db, cwd=tmp_path, index=None)
+    assert report is not None and report.unchanged == 1
+    engine = make_engine(db)
+    assert anchors(engine)[-1] == ("default", 2, head)
+    engine.dispose()
+
+
+# -- the upgrade that changes the hash rule --------------------------------------------------------
+
+OLD_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def old_rule_ok(engine: Engine, index_name: str = "default") -> int:
+    """How many events verify under 0004's rule (the time hashed as `...THH:MM:SS.ffffffZ`)."""
+    prev = audit.GENESIS
+    count = 0
+    for event in rows(engine):
+        if event["index_name"] != index_name:
+            continue
+        fields = {n: event[n] for n in audit.TEXT_FIELDS}
+        fields["time"] = chain.utc(event["time"]).strftime(OLD_TIME)
+        if event["prev_hash"] != prev or event["row_hash"] != audit.row_hash(prev, fields):
+            break
+        prev, count = event["row_hash"], count + 1
+    return count
+
+
+def _log_at_0008(connection: Connection, times: list[str]) -> None:
+    """Events as revision 0008 logged them: chained by the trigger on PostgreSQL, by the
+    library (0004's rule) on SQLite, in any text of a time SQLite was given."""
+    prev = audit.GENESIS
+    for number, time in enumerate(times):
+        row = {"index_name": "default", "time": time, "event": "skill.read", "skill": "pdf",
+               "resource": None, "level": 2, "bytes": 10 + number, "digest": None,
+               "outcome": "ok", "reason": "r", "session": f"s-{number}", "path": None}
+        fields = {**row, "time": chain.utc(time).strftime(OLD_TIME)}
+        digest = audit.row_hash(prev, fields)
+        connection.execute(text(
+            "INSERT INTO load_event (index_name, time, event, skill, level, bytes, outcome, "
+            "reason, session, prev_hash, row_hash) VALUES (:index_name, :time, :event, :skill, "
+            ":level, :bytes, :outcome, :reason, :session, :prev, :hash)"),
+            {**row, "prev": prev, "hash": digest})
+        prev = digest
+
+
+@pytest.mark.unmigrated
+def test_upgrade_downgrade_upgrade_keeps_every_event_chained(db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine, "0008")
+    with engine.begin() as connection:
+        _log_at_0008(connection, ["2026-01-01 12:00:00.123456", "2026-01-01 12:00:01",
+                                  "2026-01-01T12:00:02.5+00:00"])
+    assert old_rule_ok(engine) == 3
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
+        report = index.verify_audit()
+        assert report.ok and report.events == 3, report.broken
+        append(index, AuditRecord(event="skill.read", level=2, outcome="ok"))
+        assert index.verify_audit().ok
+    engine = make_engine(db_url)
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            assert [t for (t,) in connection.execute(text(
+                "SELECT time FROM load_event ORDER BY id"))][:3] == [
+                "2026-01-01 12:00:00.123456", "2026-01-01 12:00:01.000000",
+                "2026-01-01 12:00:02.500000"]
+    with pytest.raises(AuditKeptError, match="--discard-audit"):
+        migrate.downgrade(engine, "0008")
+    migrate.downgrade(engine, "0008", discard_audit=True)
+    assert len(rows(engine)) == 4 and old_rule_ok(engine) == 4
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
+        report = index.verify_audit()
+        assert report.ok and report.events == 4, report.broken
+
+
+@pytest.mark.unmigrated
+def test_the_upgrade_does_not_launder_a_broken_chain(db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine, "0008")
+    with engine.begin() as connection:
+        _log_at_0008(connection, [f"2026-01-01 12:00:0{n}.000000" for n in range(4)])
+    second = rows(engine)[1]["id"]
+    with engine.begin() as connection:
+        drop_guards(connection)
+        connection.execute(text("UPDATE load_event SET bytes = 0 WHERE id = :i"), {"i": second})
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("ALTER TABLE load_event ENABLE TRIGGER USER"))
+    assert old_rule_ok(engine) == 1
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
+        report = index.verify_audit()
+        assert report.broken is not None and report.broken.id == second
+        assert report.events == 1

@@ -69,10 +69,13 @@ def test_roots_and_aliases() -> None:
         ({"index": "x" * 101}, "index must be a non-empty name"),
         ({"reindex_timeout": -1}, "reindex_timeout must be a number of seconds from 0 to"),
         ({"reindex_timeout": "10m"}, "reindex_timeout must be a number of seconds"),
+        ({"audit_lock_timeout": -1}, "audit_lock_timeout must be a number of seconds from 0"),
+        ({"skills": {"audit_lock_timeout": 5}}, "unknown setting skills.audit_lock_timeout"),
     ],
     ids=["unknown-skill-key", "unknown-table", "unknown-root-key", "root-without-path",
          "bad-scope", "bad-precedence", "bad-depth", "bad-bool", "bad-list", "bad-policy",
-         "long-index", "negative-timeout", "text-timeout"],
+         "long-index", "negative-timeout", "text-timeout", "negative-audit-wait",
+         "audit-wait-in-skills"],
 )
 def test_bad_settings_name_the_key(document: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -85,6 +88,8 @@ def test_index_and_reindex_timeout_are_top_level_keys() -> None:
     settings = parse_settings({"index": " team ", "reindex_timeout": 30})
     assert (settings.index_name, settings.reindex_timeout) == ("team", 30.0)
     assert Settings().reindex_timeout == 600.0
+    assert parse_settings({"audit_lock_timeout": 0.5}).audit_lock_timeout == 0.5
+    assert Settings().audit_lock_timeout == 10.0
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path, env: Environment) -> None:

@@ -32,7 +32,7 @@ from skillindex.errors import (
     TooLargeError,
     UnindexedFileError,
 )
-from skillindex.model import AuditEvent, AuditRecord, Drift, Level
+from skillindex.model import AuditEvent, Drift, Level
 from skillindex.query.disclose import check_relative, command_message, parse_uri
 from tests.conftest import OpenIndex, root_settings, write_skill
 
@@ -463,12 +463,18 @@ def test_the_log_is_append_only_through_the_librarys_own_connection(tree: Tree,
     assert [e.outcome for e in tree.events()] == ["refused"]
 
 
-def test_append_event_is_public_for_other_disclosures(tree: Tree) -> None:
-    tree.index.append_event(AuditRecord(event="catalog.published", level=Level.CATALOG,
-                                        outcome="ok", bytes=1234, session="s-1"))
+def test_no_public_call_appends_an_event_of_the_callers_making(tree: Tree) -> None:
+    """Every audit row is a disclosure the library made: a published catalog counts its own
+    bytes at level 1; a server's refusal hands nothing over."""
+    assert not hasattr(tree.index, "append_event")
+    published = tree.index.catalog(session="s-1").text.encode()
+    tree.index.refuse_unserved("skill://pdf/x.md", outcome="not-found", reason="r",
+                               session="s-1")
+    with pytest.raises(ConfigError, match="not-found or refused"):
+        tree.index.refuse_unserved("skill://pdf", outcome="ok", reason="r", session="s-1")
     [row] = tree.index.audit(levels=True)
     assert (row.session, row.l1_bytes, row.l2_bytes, row.l3_bytes, row.events) == (
-        "s-1", 1234, 0, 0, 1)
+        "s-1", len(published), 0, 0, 2)
 
 
 def test_audit_filters_and_levels(tree: Tree) -> None:

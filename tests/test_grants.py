@@ -6,6 +6,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +97,13 @@ FORBIDDEN = {
     "poison-cache": "INSERT INTO catalog_cache (index_name, key, payload) "
                     "VALUES ('default', 'k', 'x')",
     "drop-index": "DROP INDEX ix_load_event_chain",
+    # The chain's lock, which any role could hold as an advisory lock, is a row no role locks.
+    "lock-chain": "SELECT * FROM load_event_lock FOR UPDATE",
+    "lock-chain-table": "LOCK TABLE load_event_lock",
+    "share-lock-audit": "LOCK TABLE load_event IN SHARE MODE",
+    "edit-anchor": "UPDATE index_run SET audit_events = 0",
+    "temp-table": "CREATE TEMP TABLE scratch (a int)",
+    "create-in-schema": "CREATE TABLE public.scratch (a int)",
 }
 
 
@@ -117,7 +127,10 @@ def test_the_agent_cannot_change_the_audit_or_the_catalog(shared: Shared, env: E
 
 @pytest.mark.parametrize("statement", ["UPDATE load_event SET outcome = 'refused'",
                                        "DELETE FROM load_event", "TRUNCATE load_event",
-                                       "ALTER TABLE load_event DISABLE TRIGGER USER"])
+                                       "ALTER TABLE load_event DISABLE TRIGGER USER",
+                                       "UPDATE index_run SET audit_events = 0",
+                                       "DELETE FROM index_run",
+                                       "SELECT * FROM load_event_lock FOR UPDATE"])
 def test_the_indexer_cannot_change_the_audit_either(shared: Shared, statement: str) -> None:
     engine = make_engine(shared.indexer)
     with pytest.raises(DatabaseError, match=DENIED), \
@@ -151,3 +164,59 @@ def test_a_role_that_owns_a_table_is_refused(shared: Shared) -> None:
 def test_grants_are_for_postgresql_only(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="PostgreSQL"):
         database_grants(db=f"sqlite:///{tmp_path / 'x.sqlite'}")
+
+
+def _conninfo(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _read(shared: Shared, tmp_path: Path, wait: float) -> subprocess.CompletedProcess[str]:
+    """`skillindex read` as the agent, in a process of its own, bounded by `audit_lock_timeout`."""
+    config = tmp_path / "agent.toml"
+    config.write_text(f"audit_lock_timeout = {wait}\n\n[skills]\npresets = false\n\n"
+                      f'[[roots]]\npath = "{shared.root}"\nprecedence = 10\n')
+    return subprocess.run([sys.executable, "-m", "skillindex", "--config", str(config), "--db",
+                           shared.agent, "read", "skill://pdf"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, check=False)
+
+
+def test_a_read_waits_a_bounded_time_for_the_chains_lock(shared: Shared, env: Environment,
+                                                         tmp_path: Path) -> None:
+    with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+        indexer.reindex()
+    # Another agent's append, its transaction left open: it holds the chain's lock.
+    with psycopg.connect(_conninfo(shared.agent)) as holder:
+        holder.execute("INSERT INTO load_event (index_name, time, event, level, bytes, outcome) "
+                       "VALUES ('default', now(), 'skill.read', 2, 0, 'ok')")
+        started = time.monotonic()
+        refused = _read(shared, tmp_path, 0.5)
+        assert time.monotonic() - started < 60
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stdout == ""
+        assert refused.stderr.count("\n") == 1
+        assert "audit_lock_timeout" in refused.stderr and "nothing was disclosed" in refused.stderr
+        holder.rollback()
+    served = _read(shared, tmp_path, 0.5)
+    assert served.returncode == 0, served.stderr
+    assert served.stdout == "# PDF\n"
+
+
+def test_the_advisory_lock_any_role_may_take_stops_nothing(shared: Shared, env: Environment,
+                                                           tmp_path: Path) -> None:
+    with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+        indexer.reindex()
+    with psycopg.connect(_conninfo(shared.agent), autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('skillindex audit default', 0))")
+        served = _read(shared, tmp_path, 5)
+    assert served.returncode == 0, served.stderr
+
+
+def test_the_agent_cannot_forge_an_impossible_event(shared: Shared) -> None:
+    engine = make_engine(shared.agent)
+    for values in ("'skill.read', 99, 0, 'ok'", "'skill.read', 2, -1000000, 'ok'",
+                   "'made.up', 2, 0, 'ok'", "'skill.read', 2, 0, 'bogus'"):
+        with pytest.raises(DatabaseError, match="violates check constraint"), \
+                engine.begin() as connection:
+            connection.execute(text("INSERT INTO load_event (index_name, time, event, level, "
+                                    f"bytes, outcome) VALUES ('default', now(), {values})"))
+    engine.dispose()

@@ -229,8 +229,8 @@ def test_the_chain_holds_over_rows_of_both_paths(setup: Setup) -> None:
         oneshot.read(str(setup.config), **setup.where(uri="skill://alpha", session=f"q{number}"))
         with setup.full() as index:
             index.read("skill://beta", session=f"f{number}")
-            index.append_event(AuditRecord(event="custom", level=1, outcome="ok",
-                                           reason="\x00 and é", session=f"e{number}"))
+            index._append_event(AuditRecord(event="catalog.published", level=1, outcome="ok",
+                                            reason="\x00 and é", session=f"e{number}"))
         oneshot.skill_command(str(setup.config), **setup.where(name="beta", args=("x",)))
     rows = setup.rows()
     assert len(rows) == 12
@@ -307,7 +307,7 @@ def test_a_link_never_goes_back_in_time() -> None:
     first = chain.linked(fields, None, later)
     assert first["prev_hash"] == chain.GENESIS
     assert first["row_hash"] == chain.row_hash(
-        chain.GENESIS, {**fields, "time": chain.canonical_time(later)})
+        chain.GENESIS, {**fields, "time": chain.stored_time(later)})
 
 
 APPENDER = textwrap.dedent("""
@@ -327,8 +327,8 @@ WRITER = textwrap.dedent("""
     from skillindex.model import AuditRecord
     with SkillIndex.open(Settings(presets=False), db=sys.argv[1], cwd=".") as index:
         for number in range(int(sys.argv[2])):
-            index.append_event(AuditRecord(event="skill.read", level=2, outcome="ok",
-                                           session=f"{sys.argv[3]}-{number}"))
+            index._append_event(AuditRecord(event="skill.read", level=2, outcome="ok",
+                                            session=f"{sys.argv[3]}-{number}"))
 """)
 
 

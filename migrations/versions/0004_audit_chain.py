@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from skillindex.store import audit
+from skillindex.store.chain import utc
 from skillindex.store.migrate import refuse_to_discard_audit
 
 revision: str = "0004"
@@ -37,6 +38,9 @@ EVENTS = sa.table(
     sa.column("prev_hash", sa.String()),
     sa.column("row_hash", sa.String()),
 )
+
+# How this revision's chain hashes a time (0009 hashes the stored text instead).
+HASHED_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 SQLITE_NO_REPLACE = """
     CREATE TRIGGER load_event_no_replace BEFORE INSERT ON load_event
@@ -144,7 +148,7 @@ def _chain_existing_events(postgresql: bool) -> None:
     updates = []
     for row in rows:
         fields = {name: row[name] for name in audit.TEXT_FIELDS}
-        fields["time"] = audit.canonical_time(row["time"])
+        fields["time"] = utc(row["time"]).strftime(HASHED_TIME)
         prev = heads.get(row["index_name"], audit.GENESIS)
         heads[row["index_name"]] = digest = audit.row_hash(prev, fields)
         updates.append({"row_id": row["id"], "prev": prev, "hash": digest})

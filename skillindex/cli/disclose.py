@@ -15,7 +15,13 @@ from skillindex.cli.common import (
     table,
 )
 from skillindex.errors import EXIT_ERROR
-from skillindex.model import AUDIT_OUTCOMES, AuditEvent, ChainReport, SessionLevels
+from skillindex.model import (
+    AUDIT_OUTCOMES,
+    AuditEvent,
+    AuditListing,
+    ChainReport,
+    SessionLevels,
+)
 
 
 @cli.command()
@@ -172,6 +178,11 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
                                     since=since)
     totals = [row for row in found if isinstance(row, SessionLevels)]
     events = [row for row in found if isinstance(row, AuditEvent)]
+    skipped = found.skipped if isinstance(found, AuditListing) else ()
+    if skipped:
+        echo(f"{count(len(skipped), 'event')} not listed: a field does not parse (event "
+             f"{', '.join(map(str, skipped[:5]))}{', ...' if len(skipped) > 5 else ''}); "
+             "`skillindex audit verify` checks the log", err=True)
     if levels:
         if options.json:
             print_json([row.as_dict() for row in totals])
@@ -199,8 +210,10 @@ def verify_audit(ctx: click.Context, pinned: str | None, as_json: bool) -> None:
     """Recompute the audit log's hash chain; print its head hash, exit 1 at a broken row.
 
     Every event's hash covers the one before it, so an edited, deleted, inserted or replaced
-    row breaks the chain. Publish the head hash elsewhere (a ticket, a commit, a log); a later
-    `--head HASH` shows the history up to it was not rewritten.
+    row breaks the chain, and every reindex records the head it found (an anchor), so events
+    removed from the end before the last reindex are seen too. What only a head published
+    elsewhere (a ticket, a commit, a log) can show, `--head HASH` checks: that no event after
+    the last anchor was removed, and that the log was not rewritten together with its anchors.
 
     \b
     Examples:
@@ -227,7 +240,20 @@ def _print_chain(report: ChainReport) -> None:
     else:
         echo(f"ok: {count(report.events, 'event')} of index {report.index} chain up to "
              f"head {report.head}")
+    if report.lost is not None:
+        lost = report.lost.anchor
+        echo(f"anchor lost: run {lost.run} ({lost.time}): {report.lost.problem}")
+    elif report.anchors:
+        echo(f"anchors: the chain reaches all {count(report.anchors, 'anchor')} its reindexes "
+             f"recorded; the newest covers the first {count(report.anchored, 'event')}")
+    else:
+        echo("anchors: none yet (each reindex records one)")
     if report.pinned is None:
+        if report.ok:
+            tail = (f"that none of the {count(report.unproven, 'event')} after the newest "
+                    "anchor was removed from the end, nor " if report.unproven else "")
+            echo(f"not proven without --head: {tail}that the log was not rewritten together "
+                 "with its anchors; publish the head elsewhere and check it with --head")
         return
     if report.pinned_at is None:
         echo(f"pinned head {report.pinned} is not in the chain: the history up to it was "

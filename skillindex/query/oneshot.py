@@ -42,7 +42,7 @@ from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_coll
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import since_of, stored_time
-from skillindex.store.rows import RootCache, candidate_of, event_of, levels_of, run_row
+from skillindex.store.rows import RootCache, candidate_of, events_of, levels_of, run_row
 from skillindex.text import is_text
 
 T = TypeVar("T")
@@ -226,7 +226,7 @@ def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
         return None
     if levels:
         return [levels_of(row) for row in rows]
-    return [event_of(row) for row in rows]
+    return events_of(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +328,8 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         return run_row(index_name=here.index_name, started_at=started,
                        finished_at=datetime.now(UTC), cwd=str(here.env.cwd),
                        all_roots=all_roots, roots=len(stored.roots),
-                       duration_s=time.perf_counter() - clock, counts=walked[0], as_text=True)
+                       duration_s=time.perf_counter() - clock, counts=walked[0],
+                       anchor=stored.anchor, as_text=True)
 
     with fastpath.opened(here.path) as connection:
         if connection is None:

@@ -28,7 +28,7 @@ from skillindex.api import SkillIndex
 from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
 from skillindex.query.catalog import CatalogItem
 from skillindex.query.catalog import build as build_catalog
-from skillindex.query.disclose import Attempt, SkillRef, parse_uri_options
+from skillindex.query.disclose import SkillRef, parse_uri_options
 from skillindex.serve import skills
 
 INVALID_PARAMS = -32602
@@ -250,13 +250,12 @@ class Skills:
         return disclosure.text or ""
 
     def _refuse_unserved(self, uri: str, *, session: str, reason: str) -> NoReturn:
-        attempt = Attempt.of_uri(uri)
         outcome, message = "not-found", f"{uri} is not served"
         try:
             parse_uri_options(uri)
         except PathRefusedError as exc:
             outcome, message = exc.outcome, str(exc)
-        self.index.append_event(attempt.record(outcome=outcome, reason=reason, session=session))
+        self.index.refuse_unserved(uri, outcome=outcome, reason=reason, session=session)
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
 

@@ -3,60 +3,89 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import Select, Text, bindparam, select, text, type_coerce
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from skillindex import model
+from skillindex.errors import AuditBusyError
 from skillindex.store import sql
 from skillindex.store.chain import (
     GENESIS,
     LIMITS,
     TEXT_FIELDS,
+    anchors_of,
     bounded,
-    canonical_time,
     check_chain,
     fields_of,
     linked,
     row_hash,
+    time_text,
     unchained,
 )
 from skillindex.store.models import Base
 
-__all__ = ["GENESIS", "LIMITS", "TEXT_FIELDS", "append", "bounded", "canonical_time",
-           "check_chain", "row_hash", "verify"]
+__all__ = ["GENESIS", "LIMITS", "TEXT_FIELDS", "append", "bounded", "check_chain", "row_hash",
+           "time_text", "verify"]
 
 LOAD_EVENT = Base.metadata.tables["load_event"]
 _HEAD = text(sql.AUDIT_HEAD)
 _APPEND = text(sql.AUDIT_APPEND)
+# PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
+_LOCK_NOT_AVAILABLE = "55P03"
 
 
-def append(session: Session, index_name: str, record: model.AuditRecord) -> int:
+def append(session: Session, index_name: str, record: model.AuditRecord, *,
+           lock_timeout: float) -> int:
     """Append one event at the end of its index's chain, with the store's time.
 
-    On PostgreSQL the insert trigger takes the chain's lock and sets `time`, `prev_hash`,
-    `row_hash` and `id` itself, so no role that may only insert can write an unchained or
-    backdated row. On SQLite the caller's transaction must hold the write lock from its start
-    (BEGIN IMMEDIATE): then reading the head and inserting after it are one step. The sqlite3
-    start-up path (store/fastpath.py) appends with the same statements and `chain.linked`.
+    On PostgreSQL the insert trigger takes the chain's lock (a row of a table only the
+    schema's owner may lock) and sets `time`, `prev_hash`, `row_hash` and `id` itself, so no
+    role that may only insert can write an unchained or backdated row; this transaction waits
+    at most `lock_timeout` seconds for that lock (AuditBusyError). On SQLite the caller's
+    transaction must hold the write lock from its start (BEGIN IMMEDIATE, which waits the busy
+    timeout): then reading the head and inserting after it are one step. The sqlite3 start-up
+    path (store/fastpath.py) appends with the same statements and `chain.linked`.
     """
     fields = fields_of(index_name, record)
-    if session.get_bind().dialect.name == "postgresql":
-        row = unchained(fields)
-    else:
+    if session.get_bind().dialect.name != "postgresql":
         head = session.execute(_HEAD, {"index_name": index_name}).first()
-        row = linked(fields, head, datetime.now(UTC))
-    return int(session.execute(_APPEND, row).scalar_one())
+        return int(session.execute(_APPEND, linked(fields, head, datetime.now(UTC)))
+                   .scalar_one())
+    # 0 would mean no bound at all to PostgreSQL: the shortest wait it knows instead.
+    milliseconds = max(1, round(lock_timeout * 1000))
+    session.execute(text("SELECT set_config('lock_timeout', :wait, true)"),
+                    {"wait": f"{milliseconds}ms"})
+    try:
+        return int(session.execute(_APPEND, unchained(fields)).scalar_one())
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+            raise AuditBusyError(index_name, lock_timeout) from exc
+        raise
 
 
-_CHAIN = (select(LOAD_EVENT.c.id, LOAD_EVENT.c.prev_hash, LOAD_EVENT.c.row_hash,
-                 *(LOAD_EVENT.c[name] for name in TEXT_FIELDS))
-          .where(LOAD_EVENT.c.index_name == bindparam("index_name"))
-          .order_by(LOAD_EVENT.c.id))
+def _chain_query(sqlite: bool) -> Select[Any]:
+    # SQLite keeps each time as text, and the chain hashes that text exactly: read as it is
+    # stored, not as SQLAlchemy's DateTime would parse it.
+    time = type_coerce(LOAD_EVENT.c.time, Text) if sqlite else LOAD_EVENT.c.time
+    columns: list[Any] = [time.label("time") if name == "time" else LOAD_EVENT.c[name]
+                          for name in TEXT_FIELDS]
+    return (select(LOAD_EVENT.c.id, LOAD_EVENT.c.prev_hash, LOAD_EVENT.c.row_hash, *columns)
+            .where(LOAD_EVENT.c.index_name == bindparam("index_name"))
+            .order_by(LOAD_EVENT.c.id)
+            .execution_options(yield_per=2_000))
+
+
+_CHAIN = {sqlite: _chain_query(sqlite) for sqlite in (True, False)}
 
 
 def verify(session: Session, index_name: str, *, head: str | None = None) -> model.ChainReport:
-    """Recompute the chain of one index from its first event; stop at the first broken row."""
-    rows = session.execute(_CHAIN.execution_options(yield_per=2_000),
-                           {"index_name": index_name})
-    return check_chain(index_name, rows, pinned=head)
+    """Recompute the chain of one index from its first event; stop at the first broken row;
+    check that it still reaches every anchor its reindexes recorded."""
+    where = {"index_name": index_name}
+    anchors = anchors_of(session.execute(text(sql.AUDIT_ANCHORS), where))
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    rows = session.execute(_CHAIN[sqlite], where)
+    return check_chain(index_name, rows, pinned=head, anchors=anchors)

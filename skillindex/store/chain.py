@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from skillindex import model
 from skillindex.errors import ConfigError
+from skillindex.store import sql
 
 # The `prev_hash` of the first event of every index.
 GENESIS = "0" * 64
@@ -21,7 +22,9 @@ TEXT_FIELDS = ("index_name", "time", "event", "skill", "resource", "level", "byt
 # The columns an append writes, in the order of `sql.AUDIT_APPEND`.
 COLUMNS = (*TEXT_FIELDS, "prev_hash", "row_hash")
 # How SQLAlchemy's SQLite DateTime stores a time: the UTC wall clock, always with microseconds.
-# Every SQLite append writes this text itself, so rows from either path sort and compare alike.
+# Every SQLite append writes this text itself, so rows from either path sort and compare alike;
+# it is the one text form of an event's time (a CHECK constraint holds SQLite to it), and the
+# text the chain hashes on both backends.
 STORED_TIME = "%Y-%m-%d %H:%M:%S.%f"
 
 
@@ -38,6 +41,8 @@ def utc(value: datetime | str) -> datetime:
     naive UTC wall clock it was given), PostgreSQL an aware value."""
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise TypeError(f"not a time: {value!r}")
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
@@ -61,9 +66,12 @@ def stored_time(value: datetime) -> str:
     return utc(value).strftime(STORED_TIME)
 
 
-def canonical_time(value: datetime | str) -> str:
-    """The time as it enters the hash: UTC, microseconds, the same text on every backend."""
-    return utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def time_text(value: object) -> str:
+    """An event's time as the chain hashes it: SQLite's stored text exactly as it is, or a
+    PostgreSQL timestamp in that same form (its only text, the instant being what is stored)."""
+    if isinstance(value, datetime):
+        return stored_time(value)
+    return str(value)
 
 
 def _field(value: object) -> bytes:
@@ -73,10 +81,10 @@ def _field(value: object) -> bytes:
     return b"%d:%s" % (len(data), data)
 
 
-def row_hash(prev_hash: str, fields: dict[str, object]) -> str:
-    """sha256 over the previous hash and each canonical field, length-prefixed (NULL is `-`).
+def row_hash(prev_hash: str, fields: Mapping[str, object]) -> str:
+    """sha256 over the previous hash and the text of each field, length-prefixed (NULL is `-`).
 
-    The PostgreSQL trigger computes the very same bytes; `time` must already be canonical text.
+    The PostgreSQL trigger computes the very same bytes; `time` must be its `time_text`.
     """
     data = prev_hash.encode("ascii") + b"\n" + b"".join(_field(fields[n]) for n in TEXT_FIELDS)
     return hashlib.sha256(data).hexdigest()
@@ -98,40 +106,151 @@ def linked(fields: dict[str, object], head: Sequence[Any] | None,
            now: datetime) -> dict[str, object]:
     """The row that follows `head` (its `row_hash, time`, None for an empty chain) in SQLite.
 
-    Its time is `now`, but never earlier than the head's: the chain's times only go forward.
+    Its time is `now`, but never earlier than the head's: the chain's times only go forward
+    (a head whose time is no time, which only an edit can leave, is no bound).
     """
     prev = GENESIS
     if head is not None:
-        now = max(utc(now), utc(head[1]))
+        try:
+            now = max(utc(now), utc(head[1]))
+        except (TypeError, ValueError):
+            now = utc(now)
         prev = GENESIS if head[0] is None else str(head[0])
-    return {**fields, "time": stored_time(now), "prev_hash": prev,
-            "row_hash": row_hash(prev, {**fields, "time": canonical_time(now)})}
+    stored = stored_time(now)
+    return {**fields, "time": stored, "prev_hash": prev,
+            "row_hash": row_hash(prev, {**fields, "time": stored})}
+
+
+Run = Callable[[str, dict[str, Any]], Iterable[Sequence[Any]]]
+
+
+def _first(rows: Iterable[Sequence[Any]]) -> Sequence[Any] | None:
+    return next(iter(rows), None)
+
+
+def anchor(run: Run, index_name: str) -> tuple[str | None, int]:
+    """The head hash and length of an index's chain now, for a reindex to record (`run`
+    executes a statement of store/sql.py with its parameters, in the caller's transaction).
+
+    Counted from the newest anchor on (the events after its head), so that recording one
+    costs a few index lookups however long the log is; from the start when that anchor is
+    no longer in the chain."""
+    where: dict[str, Any] = {"index_name": index_name}
+    head = _first(run(sql.AUDIT_HEAD_ID, where))
+    if head is None:
+        return GENESIS, 0
+    head_id, head_hash = int(head[0]), head[1]
+    last = _first(run(sql.LAST_ANCHOR, where))
+    if last is not None:
+        if last[0] == head_hash:
+            return head_hash, int(last[1])
+        after = _first(run(sql.AUDIT_AFTER, {**where, "prev_hash": last[0]}))
+        if after is not None and int(after[0]) <= head_id:
+            (added,) = _first(run(sql.AUDIT_COUNT_FROM, {
+                **where, "low": int(after[0]), "high": head_id})) or (0,)
+            return head_hash, int(last[1]) + int(added)
+    (count,) = _first(run(sql.AUDIT_COUNT_FROM, {**where, "low": 0, "high": head_id})) or (0,)
+    return head_hash, int(count)
+
+
+def impossible_event(fields: Mapping[str, object]) -> str | None:
+    """What in an event's fields no disclosure can write (the store's CHECK constraints
+    refuse it, so only rows older than them or an edit hold one); None when nothing."""
+    event, level = str(fields["event"]), fields["level"]
+    own = model.AUDIT_EVENT_LEVELS.get(event)
+    if own is None:
+        return f"its event {event!r} is none of a disclosure's"
+    if str(level) != str(own):
+        return f"its level {level!r} is not a {event}'s ({own})"
+    if fields["outcome"] not in model.AUDIT_OUTCOMES:
+        return f"its outcome {fields['outcome']!r} is none of a disclosure's"
+    size = fields["bytes"]
+    if not isinstance(size, int) or size < 0:
+        return f"its byte count {size!r} is not one"
+    if not is_stored_time(str(fields["time"])):
+        return f"its time {fields['time']!r} is not in the store's one form"
+    return None
+
+
+def is_stored_time(text: str) -> bool:
+    """Whether `text` is a time exactly as the store writes it (STORED_TIME, a real date)."""
+    try:
+        return datetime.strptime(text, STORED_TIME).strftime(STORED_TIME) == text
+    except ValueError:
+        return False
+
+
+def anchors_of(rows: Iterable[Sequence[Any]]) -> dict[int, list[model.Anchor]]:
+    """The rows of `sql.AUDIT_ANCHORS` by the chain length each recorded."""
+    found: dict[int, list[model.Anchor]] = {}
+    for events, head, run_id, started in rows:
+        found.setdefault(int(events), []).append(
+            model.Anchor(run=int(run_id), time=_shown_time(started), events=int(events),
+                         head=None if head is None else str(head)))
+    return found
+
+
+def _shown_time(value: object) -> str:
+    try:
+        return utc(value).isoformat(timespec="seconds") if isinstance(
+            value, datetime | str) else str(value)
+    except ValueError:
+        return str(value)
 
 
 def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
-                pinned: str | None = None) -> model.ChainReport:
-    """Walk rows `(id, prev_hash, row_hash, *TEXT_FIELDS)` in id order and judge the links."""
+                pinned: str | None = None,
+                anchors: Mapping[int, Sequence[model.Anchor]] | None = None,
+                ) -> model.ChainReport:
+    """Walk rows `(id, prev_hash, row_hash, *TEXT_FIELDS)` in id order and judge the links,
+    then whether the chain still reaches every anchor (the head and length a reindex saw)."""
+    anchors = anchors or {}
     expected = GENESIS
     count = 0
     pinned_at: int | None = None
+    checked = covered = 0
+    lost: model.AnchorProblem | None = None
+
+    def reach(position: int, head: str) -> None:
+        nonlocal checked, covered, lost
+        for seen in anchors.get(position, ()):
+            if seen.head == head:
+                checked, covered = checked + 1, position
+            elif lost is None:
+                lost = model.AnchorProblem(seen, f"event {position} is not the head run "
+                                                 f"{seen.run} recorded: the history up to "
+                                                 "it was rewritten")
+
+    reach(0, GENESIS)
     for row in rows:
         event_id, prev, stored = int(row[0]), row[1], row[2]
         fields = dict(zip(TEXT_FIELDS, row[3:], strict=True))
-        fields["time"] = canonical_time(fields["time"])
+        fields["time"] = time_text(fields["time"])
         problem = None
         if prev != expected:
             problem = ("it does not follow the event before it (an event was deleted or "
                        "inserted before it)" if prev is not None else "it has no chain hashes")
+        elif (impossible := impossible_event(fields)) is not None:
+            problem = f"{impossible}: no disclosure writes that (it was forged or edited)"
         elif stored != row_hash(prev, fields):
             problem = "its fields do not match its hash (it was edited or replaced)"
         if problem is not None:
             return model.ChainReport(
                 index=index_name, events=count, head=expected,
                 broken=model.BrokenEvent(event_id, str(fields["time"]), problem),
-                pinned=pinned, pinned_at=pinned_at)
+                pinned=pinned, pinned_at=pinned_at, anchors=checked, anchored=covered,
+                lost=lost)
         count += 1
         expected = stored
         if pinned is not None and stored == pinned:
             pinned_at = count
+        reach(count, stored)
+    beyond = [seen for position in sorted(anchors) if position > count
+              for seen in anchors[position]]
+    if lost is None and beyond:
+        lost = model.AnchorProblem(beyond[0], f"the chain ends at event {count}, but run "
+                                              f"{beyond[0].run} recorded {beyond[0].events}: "
+                                              "events were removed from its end")
     return model.ChainReport(index=index_name, events=count, head=expected, broken=None,
-                             pinned=pinned, pinned_at=pinned_at)
+                             pinned=pinned, pinned_at=pinned_at, anchors=checked,
+                             anchored=covered, lost=lost)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from skillindex import model
 from skillindex.model import KnownSkill
-from skillindex.store import fts, sql
+from skillindex.store import chain, fts, sql
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
 from skillindex.store.rows import add_known, manifest_file_of, scans_of, spec_of
@@ -220,6 +220,7 @@ class StoredRoots:
     known: KnownSkills  # per root path, per skill directory (`sql.KNOWN_SKILLS`)
     values: dict[str, tuple[Any, ...]]  # per root of the index, its `sql.ROOT_VALUES`
     issues: dict[str, list[tuple[str, str, str]]]  # per root path (`sql.SCAN_ISSUES`)
+    anchor: tuple[str | None, int]  # the audit chain's head and length (`chain.anchor`)
 
 
 def record_unchanged(connection: sqlite3.Connection, index_name: str,
@@ -259,7 +260,8 @@ def record_unchanged(connection: sqlite3.Connection, index_name: str,
             statement, params = sql.for_paths(sql.SCAN_ISSUES, paths)
             for root, path, code, message in connection.execute(statement, {**where, **params}):
                 issues.setdefault(root, []).append((path, code, message))
-            row = check(StoredRoots(roots, known, values, issues))
+            row = check(StoredRoots(roots, known, values, issues,
+                                    chain.anchor(connection.execute, index_name)))
             if row is None:
                 return None
             ((run_id,),) = connection.execute(sql.INSERT_RUN, row).fetchall()

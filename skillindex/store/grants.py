@@ -12,6 +12,10 @@ from skillindex.errors import ConfigError, StoreError
 
 AUDIT_TABLE = "load_event"
 VERSION_TABLE = "alembic_version"
+# The audit chain's lock (migration 0009): no role but the owner may lock or even read it.
+LOCK_TABLE = "load_event_lock"
+# Runs only ever get added: an anchor (the audit head a reindex saw) cannot be edited away.
+RUN_TABLE = "index_run"
 NOT_POSTGRESQL = ("db grants is for PostgreSQL; a SQLite index is protected by its file's "
                   "permissions (0600)")
 
@@ -40,10 +44,12 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     """The GRANTs (after a REVOKE of everything) that give each role exactly its work.
 
     The indexer writes the catalog tables, may create the temporary tables a reindex stages
-    rows in, and appends audit events; the agent reads the catalog and appends audit events.
-    Neither may UPDATE, DELETE or TRUNCATE the audit table, and neither owns a table, so neither
-    can ALTER it or disable its triggers. Tables come from the database as it is now: run this
-    again after every upgrade.
+    rows in, and appends audit events and runs; the agent reads the catalog and appends audit
+    events. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
+    audit's anchors), nor touch the chain's lock, and neither owns a table, so neither can
+    ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and CREATE on
+    the schema, which every role would otherwise have through it. Tables come from the
+    database as it is now: run this again after every upgrade.
     """
     if connection.dialect.name != "postgresql":
         raise ConfigError(NOT_POSTGRESQL)
@@ -80,16 +86,21 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
 
     indexer, agent = _ident(connection, roles.indexer), _ident(connection, roles.agent)
     both = f"{indexer}, {agent}"
-    catalog = [t for t in tables if t not in (AUDIT_TABLE, VERSION_TABLE)]
+    special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, RUN_TABLE)
+    catalog = [t for t in tables if t not in special]
     result = [
         f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {both}",
         f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {schema} FROM {both}",
+        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {agent}",
+        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {both}",
         f"GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {indexer}",
         f"GRANT CONNECT ON DATABASE {database} TO {agent}",
         f"GRANT USAGE ON SCHEMA {schema} TO {both}",
         f"GRANT SELECT ON {names([VERSION_TABLE, *views])} TO {both}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {names(catalog)} TO {indexer}",
         f"GRANT SELECT ON {names(catalog)} TO {agent}",
+        f"GRANT SELECT, INSERT ON {names([RUN_TABLE])} TO {indexer}",
+        f"GRANT SELECT ON {names([RUN_TABLE])} TO {agent}",
         f"GRANT SELECT, INSERT ON {names([AUDIT_TABLE])} TO {both}",
     ]
     others = [s for s in sequences if audit_sequence not in (f"{schema}.{s}", s)]

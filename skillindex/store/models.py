@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -23,6 +24,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from skillindex.model import AUDIT_EVENT_LEVELS, AUDIT_OUTCOMES
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -35,6 +38,8 @@ NAMING_CONVENTION = {
 # The full-text index is dialect-specific and lives outside the models: an FTS5 table (and its
 # shadow tables) on SQLite, a generated tsvector column with its GIN index on PostgreSQL.
 FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector"})
+# So is the audit chain's lock on PostgreSQL (a row per index, migration 0009).
+AUDIT_LOCK_OBJECTS = frozenset({"load_event_lock"})
 
 
 def modelled(obj: object, name: str | None, type_: str, reflected: bool,
@@ -42,6 +47,8 @@ def modelled(obj: object, name: str | None, type_: str, reflected: bool,
     """Alembic's `include_object`: whether a schema object is the models' to compare."""
     if not reflected or name is None:
         return True
+    if name in AUDIT_LOCK_OBJECTS:
+        return False
     return name not in FULL_TEXT_OBJECTS and not name.startswith("candidate_fts_")
 
 
@@ -92,6 +99,10 @@ class IndexRun(Base):
     rejected: Mapped[int] = mapped_column(Integer, default=0)
     files_read: Mapped[int] = mapped_column(Integer, default=0)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)
+    # The audit chain of this index as the run found it: its head hash and how many events it
+    # held (an anchor `audit verify` checks the chain still reaches). NULL before 0009.
+    audit_head: Mapped[str | None] = mapped_column(String(64))
+    audit_events: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Root(Base):
@@ -268,6 +279,11 @@ class ResolvedWinner(Base):
     collision: Mapped[str | None] = mapped_column(Text)  # JSON, when the name was contested
 
 
+EVENT_LEVELS = " OR ".join(f"(event = '{event}' AND level = {level})"
+                           for event, level in AUDIT_EVENT_LEVELS.items())
+OUTCOMES = "outcome IN ({})".format(", ".join(f"'{o}'" for o in AUDIT_OUTCOMES))
+
+
 class LoadEvent(Base):
     """One disclosure attempt; the database refuses UPDATE and DELETE on this table.
 
@@ -284,6 +300,11 @@ class LoadEvent(Base):
         Index("ix_load_event_index_name_id", "index_name", "id"),
         # A chain cannot fork: no two events of an index follow the same one.
         Index("ix_load_event_chain", "index_name", "prev_hash", unique=True),
+        # Only what a disclosure writes (model.AUDIT_EVENT_LEVELS, AUDIT_OUTCOMES); on SQLite
+        # also `time` in its one text form (migration 0009).
+        CheckConstraint(EVENT_LEVELS, name="event_level"),
+        CheckConstraint(OUTCOMES, name="outcome"),
+        CheckConstraint("bytes >= 0", name="bytes"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

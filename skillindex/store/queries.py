@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from skillindex import model
 from skillindex.model import KnownFile, KnownSkill
-from skillindex.store import sql
+from skillindex.store import chain, sql
 from skillindex.store.models import (
     Approval,
     Base,
@@ -45,7 +45,7 @@ from skillindex.store.rows import (
     RootCache,
     add_known,
     candidate_of,
-    event_of,
+    events_of,
     issue_of,
     levels_of,
     manifest_file_of,
@@ -171,6 +171,8 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
     run_id = session.execute(text(sql.INSERT_RUN), run_row(
         index_name=index_name, started_at=started_at, finished_at=finished_at, cwd=cwd,
         all_roots=all_roots, roots=len(roots), duration_s=duration_s, counts=counts,
+        anchor=chain.anchor(lambda statement, params: session.execute(text(statement), params),
+                            index_name),
         as_text=session.get_bind().dialect.name == "sqlite")).scalar_one()
     existing = dict(session.execute(
         select(Root.path, Root.id).where(Root.index_name == index_name,
@@ -496,10 +498,10 @@ def _audit(statement: str, index_name: str, session_id: str | None, skill: str |
 
 def events(session: Session, index_name: str, *, session_id: str | None = None,
            skill: str | None = None, outcome: str | None = None,
-           since: datetime | None = None) -> list[model.AuditEvent]:
-    """Audit rows in the order they were written."""
+           since: datetime | None = None) -> model.AuditListing:
+    """Audit rows in the order they were written (`rows.events_of`)."""
     query, params = _audit(sql.AUDIT_EVENTS, index_name, session_id, skill, outcome, since)
-    return [event_of(row) for row in session.execute(query, params)]
+    return events_of(session.execute(query, params))
 
 
 def session_levels(session: Session, index_name: str, *, session_id: str | None = None,

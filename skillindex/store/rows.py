@@ -52,10 +52,23 @@ def manifest_file_of(row: Sequence[Any] | None) -> model.ManifestFile | None:
 
 def event_of(row: Sequence[Any]) -> model.AuditEvent:
     """An audit row of `sql.AUDIT_EVENTS` (SQLite gives its time as text)."""
-    time, event, level, outcome, skill, resource, size, digest, reason, session, path = row
+    time, event, level, outcome, skill, resource, size, digest, reason, session, path = row[:11]
     return model.AuditEvent(time=utc(time), event=event, level=level, outcome=outcome,
                             skill=skill, resource=resource, bytes=size, digest=digest,
                             reason=reason, session=session, path=path)
+
+
+def events_of(rows: Iterable[Sequence[Any]]) -> model.AuditListing:
+    """The rows of `sql.AUDIT_EVENTS`; one whose time is no time (only an edit of the file can
+    leave one) is left out and its id kept, so the rest are still listed."""
+    events: list[model.AuditEvent] = []
+    skipped: list[int] = []
+    for row in rows:
+        try:
+            events.append(event_of(row))
+        except (TypeError, ValueError):
+            skipped.append(int(row[11]))
+    return model.AuditListing(events, skipped)
 
 
 def levels_of(row: Sequence[Any]) -> model.SessionLevels:
@@ -101,13 +114,15 @@ def issue_of(problem: model.ScanProblem) -> tuple[str, str, str]:
 
 def run_row(*, index_name: str, started_at: datetime, finished_at: datetime, cwd: str,
             all_roots: bool, roots: int, duration_s: float, counts: dict[str, int],
-            as_text: bool) -> dict[str, object]:
-    """The parameters of `sql.INSERT_RUN`; `as_text` gives the times as SQLite keeps them
-    (`chain.stored_time`), for a driver that would not convert them itself."""
+            anchor: tuple[str | None, int], as_text: bool) -> dict[str, object]:
+    """The parameters of `sql.INSERT_RUN`, with the audit chain's head and length
+    (`chain.anchor`); `as_text` gives the times as SQLite keeps them (`chain.stored_time`),
+    for a driver that would not convert them itself."""
     times: tuple[object, object] = ((stored_time(started_at), stored_time(finished_at))
                                     if as_text else (started_at, finished_at))
     row: dict[str, object] = {
         "index_name": index_name, "started_at": times[0], "finished_at": times[1], "cwd": cwd,
         "all_roots": all_roots, "roots": roots, "duration_s": duration_s,
-        **{name: counts[name] for name in sql.RUN_COUNTS}}
+        **{name: counts[name] for name in sql.RUN_COUNTS},
+        "audit_head": anchor[0], "audit_events": anchor[1]}
     return row

@@ -89,7 +89,7 @@ SCAN_ISSUES = ("SELECT r.path, s.path, s.code, s.message FROM scan_issue s "
 # What a run counts, then every column of its row.
 RUN_COUNTS = ("seen", "added", "changed", "unchanged", "removed", "rejected", "files_read")
 RUN_COLUMNS = ("index_name", "started_at", "finished_at", "cwd", "all_roots", "roots",
-               "duration_s", *RUN_COUNTS)
+               "duration_s", *RUN_COUNTS, "audit_head", "audit_events")
 INSERT_RUN = (f"INSERT INTO index_run ({', '.join(RUN_COLUMNS)}) "
               f"VALUES ({', '.join(':' + name for name in RUN_COLUMNS)}) RETURNING id")
 REINDEX_HOLDER = "SELECT holder FROM reindex_lock WHERE index_name = :index_name"
@@ -102,9 +102,25 @@ AUDIT_APPEND = (
     "outcome, reason, session, path, prev_hash, row_hash) VALUES (:index_name, :time, :event, "
     ":skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, :path, "
     ":prev_hash, :row_hash) RETURNING id")
-# Audit rows oldest first, in `rows.event_of`'s order; bytes per level for each session.
+# An anchor (store/chain.py `anchor`): the head's id and hash, the newest anchor recorded,
+# the event that follows a hash, and how many events an id range of the index holds.
+AUDIT_HEAD_ID = ("SELECT id, row_hash FROM load_event WHERE index_name = :index_name "
+                 "ORDER BY id DESC LIMIT 1")
+LAST_ANCHOR = ("SELECT audit_head, audit_events FROM index_run WHERE index_name = :index_name "
+               "AND audit_events IS NOT NULL ORDER BY id DESC LIMIT 1")
+AUDIT_AFTER = ("SELECT id FROM load_event WHERE index_name = :index_name "
+               "AND prev_hash = :prev_hash ORDER BY id LIMIT 1")
+AUDIT_COUNT_FROM = ("SELECT count(*) FROM load_event WHERE index_name = :index_name "
+                    "AND id >= :low AND id <= :high")
+# Every anchor of an index once, with the first run that recorded it (`chain.anchors_of`).
+AUDIT_ANCHORS = (
+    "SELECT audit_events, audit_head, MIN(id), MIN(started_at) FROM index_run "
+    "WHERE index_name = :index_name AND audit_events IS NOT NULL "
+    "GROUP BY audit_events, audit_head ORDER BY audit_events")
+# Audit rows oldest first, in `rows.event_of`'s order, then the id; bytes per level for each
+# session.
 AUDIT_EVENTS = ("SELECT time, event, level, outcome, skill, resource, bytes, digest, reason, "
-                "session, path FROM load_event WHERE {where} ORDER BY id")
+                "session, path, id FROM load_event WHERE {where} ORDER BY id")
 AUDIT_LEVELS = (
     "SELECT session, "
     "COALESCE(SUM(CASE WHEN level = 1 THEN bytes ELSE 0 END), 0), "
