@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from skillindex.errors import (
+    AuditBusyError,
     AuditKeptError,
     CommandsDisabledError,
     ConfigError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 # The errors are part of the interface: callers catch them by these names.
 __all__ = [
+    "AuditBusyError",
     "AuditKeptError",
     "CommandsDisabledError",
     "ConfigError",

@@ -167,6 +167,20 @@ def replace_row(connection: Connection, events: list[dict[str, Any]]) -> int:
     return int(forged["id"])
 
 
+def rewrite_history(connection: Connection, events: list[dict[str, Any]]) -> None:
+    """Every event refused, and every hash computed again: a chain whole in itself."""
+    prev = audit.GENESIS
+    for event in events:
+        fields = {n: event[n] for n in audit.TEXT_FIELDS}
+        fields["outcome"] = "refused"
+        fields["time"] = audit.time_text(event["time"])
+        digest = audit.row_hash(prev, fields)
+        connection.execute(text("UPDATE load_event SET outcome = 'refused', prev_hash = :p, "
+                                "row_hash = :h WHERE id = :i"),
+                           {"p": prev, "h": digest, "i": event["id"]})
+        prev = digest
+
+
 TAMPERING: dict[str, Callable[[Connection, list[dict[str, Any]]], int]] = {
     "edited": edit_row, "deleted": delete_row, "inserted": insert_row,
     "replaced": replace_row}
@@ -192,16 +206,7 @@ def test_a_rewritten_history_loses_its_published_head(index: SkillIndex) -> None
     pinned = index.verify_audit().head
     with index.engine.begin() as connection:
         drop_guards(connection)
-        prev = audit.GENESIS
-        for event in events:
-            fields = {n: event[n] for n in audit.TEXT_FIELDS}
-            fields["outcome"] = "refused"
-            fields["time"] = audit.time_text(event["time"])
-            digest = audit.row_hash(prev, fields)
-            connection.execute(text("UPDATE load_event SET outcome = 'refused', prev_hash = :p, "
-                                    "row_hash = :h WHERE id = :i"),
-                               {"p": prev, "h": digest, "i": event["id"]})
-            prev = digest
+        rewrite_history(connection, events)
     assert index.verify_audit().ok
     assert not index.verify_audit(head=pinned).ok
 
@@ -613,16 +618,7 @@ def test_a_history_rewritten_before_the_last_reindex_is_caught_without_a_head(
     index.reindex()
     with index.engine.begin() as connection:
         drop_guards(connection)
-        prev = audit.GENESIS
-        for event in events:
-            fields = {n: event[n] for n in audit.TEXT_FIELDS}
-            fields["outcome"] = "refused"
-            fields["time"] = audit.time_text(event["time"])
-            digest = audit.row_hash(prev, fields)
-            connection.execute(text("UPDATE load_event SET outcome = 'refused', prev_hash = :p, "
-                                    "row_hash = :h WHERE id = :i"),
-                               {"p": prev, "h": digest, "i": event["id"]})
-            prev = digest
+        rewrite_history(connection, events)
     report = index.verify_audit()
     assert not report.ok and report.broken is None
     assert report.lost is not None and "rewritten" in report.lost.problem

@@ -4,7 +4,8 @@
   (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC), which on PostgreSQL is the text of the stored instant,
   where 0004 hashed a parsed instant (`...THH:MM:SS.ffffffZ`). Every event is linked again under
   this rule, per index in id order, as far as its chain verifies under the old one; from a
-  broken event on, the rows keep the hashes they had, so the break stays where it was.
+  broken event on, the rows keep the hashes they had, so the break stays where it was. Every
+  head changes: a head published before the upgrade is no longer in the chain (publish anew).
 - CHECK constraints refuse what no disclosure writes: an event with another level than its own
   (catalog.published 1; skill.read and skill.command 2; resource.read 3), an unknown outcome,
   negative bytes, and on SQLite a time in any other text form. Rows already stored are kept as
