@@ -200,11 +200,14 @@ def test_a_write_committed_during_the_walk_fails_the_record(tree: Tree) -> None:
            "roots": 2, "duration_s": 1.0, **dict.fromkeys(
                ("seen", "added", "changed", "unchanged", "removed", "rejected", "files_read"), 0)}
 
+    def anchored(stored: fastpath.StoredRoots) -> dict[str, object]:
+        return {**row, "audit_head": stored.anchor[0], "audit_events": stored.anchor[1]}
+
     def meanwhile(stored: fastpath.StoredRoots) -> dict[str, object] | None:
         assert stored.roots == tuple(planned) and len(stored.known[str(tree.low)]) == 3
         with sqlite3.connect(tree.db) as other:
             other.execute("UPDATE root SET present = 1 - present")
-        return row
+        return anchored(stored)
 
     before = runs(tree.db)
     with fastpath.opened(tree.db) as connection:
@@ -213,7 +216,7 @@ def test_a_write_committed_during_the_walk_fails_the_record(tree: Tree) -> None:
                                          key_of=None, check=meanwhile) is None
         assert runs(tree.db) == before
         recorded = fastpath.record_unchanged(connection, "default", planned, all_roots=False,
-                                             key_of=None, check=lambda stored: row)
+                                             key_of=None, check=anchored)
     assert recorded is not None and recorded > last.run_id
     assert runs(tree.db) == before + 1
 
