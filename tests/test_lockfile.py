@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -19,11 +20,22 @@ from skillindex.errors import ConfigError
 from skillindex.model import Validation
 from skillindex.query import lockfile
 from skillindex.query.lockfile import LockEntry
-from tests.conftest import OpenIndex, write_skill
+from tests.conftest import OpenIndex, in_ci, write_skill
 from tests.skilltrees import make_world
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+@pytest.fixture
+def icu() -> None:
+    """ICU's collator (the `icu` extra, in `test` too): skipped without it, except under CI,
+    where a venv without it is the mistake."""
+    if importlib.util.find_spec("icu") is None:
+        reason = "PyICU is not installed (pip install -e '.[test]' brings pyicu-wheels)"
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
 
 # The `skills` CLI's hash, as its source computes it: readdir recursively (regular files only,
 # `.git` and `node_modules` skipped), sort by localeCompare, sha256 over path then bytes.
@@ -144,7 +156,7 @@ def random_names(seed: int, count: int) -> list[str]:
 
 
 @needs_node
-def test_collation_equals_node_localecompare_on_random_unicode_names() -> None:
+def test_collation_equals_node_localecompare_on_random_unicode_names(icu: None) -> None:
     names = random_names(24, 5000)
     rng = random.Random(24)
     pairs = [(rng.choice(names), rng.choice(names)) for _ in range(10_000)]
@@ -167,7 +179,7 @@ UNICODE_FILES = ("€-prices.md", "prices.md", "アプリ.md", "あぷり.md", "
 
 
 @needs_node
-def test_computed_hash_equals_the_cli_for_symbols_and_kana(tmp_path: Path) -> None:
+def test_computed_hash_equals_the_cli_for_symbols_and_kana(tmp_path: Path, icu: None) -> None:
     skill = write_skill(tmp_path, "unicode")
     for rel in UNICODE_FILES:
         path = skill / rel
@@ -181,7 +193,8 @@ def test_computed_hash_equals_the_cli_for_symbols_and_kana(tmp_path: Path) -> No
 
 @needs_node
 @pytest.mark.parametrize("lang", ["C.UTF-8", "sv_SE.UTF-8", "ja_JP.UTF-8", ""])
-def test_the_order_follows_the_locale_as_node_does(tmp_path: Path, lang: str) -> None:
+def test_the_order_follows_the_locale_as_node_does(tmp_path: Path, lang: str,
+                                               icu: None) -> None:
     """`localeCompare` collates in the default locale (Swedish puts ä after z)."""
     names = ["z.md", "ä.md", "a.md", "Z.md", "アプリ.md", "あぷり.md", "漢.md", "字.md"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("LC_")} | {"LANG": lang}
