@@ -609,6 +609,7 @@ def test_a_tail_removed_before_the_last_reindex_is_caught_without_a_head(
     db = ["--db", index.url, "--config", "/dev/null"]
     shown = run(*db, "audit", "verify")
     assert shown.exit_code == 1
+    assert shown.output.startswith("not ok: ")
     assert "anchor lost: run" in shown.output and "removed from its end" in shown.output
 
 

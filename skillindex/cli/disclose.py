@@ -238,8 +238,10 @@ def _print_chain(report: ChainReport) -> None:
         echo(f"{count(report.events, 'event')} before it verify; the last good head is "
              f"{report.head}")
     else:
-        echo(f"ok: {count(report.events, 'event')} of index {report.index} chain up to "
-             f"head {report.head}")
+        # Whole links, but an anchor or the pinned head missing is no "ok".
+        verdict, but = ("ok", "") if report.ok else ("not ok", ", but")
+        echo(f"{verdict}: {count(report.events, 'event')} of index {report.index} chain up "
+             f"to head {report.head}{but}")
     if report.lost is not None:
         lost = report.lost.anchor
         echo(f"anchor lost: run {lost.run} ({lost.time}): {report.lost.problem}")
@@ -250,8 +252,11 @@ def _print_chain(report: ChainReport) -> None:
         echo("anchors: none yet (each reindex records one)")
     if report.pinned is None:
         if report.ok:
-            tail = (f"that none of the {count(report.unproven, 'event')} after the newest "
-                    "anchor was removed from the end, nor " if report.unproven else "")
+            tail = ("" if not report.unproven else
+                    "that the event after the newest anchor was not removed from the end, nor "
+                    if report.unproven == 1 else
+                    f"that none of the {report.unproven} events after the newest anchor was "
+                    "removed from the end, nor ")
             echo(f"not proven without --head: {tail}that the log was not rewritten together "
                  "with its anchors; publish the head elsewhere and check it with --head")
         return

@@ -218,8 +218,8 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
                 checked, covered = checked + 1, position
             elif lost is None:
                 lost = model.AnchorProblem(seen, f"event {position} is not the head run "
-                                                 f"{seen.run} recorded: the history up to "
-                                                 "it was rewritten")
+                                                 f"{seen.run} recorded: events up to it were "
+                                                 "removed or rewritten")
 
     reach(0, GENESIS)
     for row in rows:
