@@ -61,6 +61,9 @@ class Finding:
     code: str
     severity: Severity
     message: str
+    # The file inside the skill it is about, where the walk knows one (never stored: the
+    # message names it too).
+    path: str | None = None
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "severity": str(self.severity), "message": self.message}

@@ -14,18 +14,27 @@ from skillindex.model import RootSpec, Severity, Status
 Row = dict[str, Any]
 
 
+def verdict_of(scan: SkillScan,
+               spec: RootSpec) -> tuple[policy.Verdict, frontmatter.Frontmatter | None]:
+    """The policy's verdict on a scanned skill, and its parsed SKILL.md (None when it could
+    not be read)."""
+    if scan.entry_problem is not None:
+        return policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
+                              Status.REJECTED, (scan.entry_problem,)), None
+    parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
+    return policy.judge(parsed, dir_name=scan.dir_name, root=spec), parsed
+
+
+def risks_of(scan: SkillScan) -> list[risk.Risk]:
+    """The risk findings of every file of a scanned skill, as its read recorded them."""
+    return [found for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
+
+
 def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
     """The candidate row, its findings and its manifest, ready to be staged."""
-    fields: dict[str, Any] | None = None
-    body = ""
-    if scan.entry_problem is not None:
-        verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
-                                 Status.REJECTED, (scan.entry_problem,))
-    else:
-        parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
-        verdict = policy.judge(parsed, dir_name=scan.dir_name, root=spec)
-        fields = parsed.fields
-        body = parsed.body
+    verdict, parsed = verdict_of(scan, spec)
+    fields = None if parsed is None else parsed.fields
+    body = "" if parsed is None else parsed.body
     entry = scan.entry_stat
     row: Row = {
         "rel_dir": scan.rel_dir,
@@ -56,7 +65,7 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
                   "message": storable(f"{found.path}:{found.line}: {found.message}"
                                       if found.line else f"{found.path}: {found.message}"),
                   "path": storable(found.path), "line": found.line}
-                 for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
+                 for found in risks_of(scan)]
     resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
                   "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
                   "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks,

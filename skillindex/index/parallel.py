@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skillindex.model import Limits, RootSpec, ScanProblem
 
@@ -62,10 +62,15 @@ def split_entries(root: str, known_tops: set[str],
 class Workers:
     """Up to `jobs` worker processes, started the first time a root has enough new entries to
     need them: creating the executor starts multiprocessing's resource tracker, a process of
-    its own, which a reindex with nothing new has no use for."""
+    its own, which a reindex with nothing new has no use for.
 
-    def __init__(self, jobs: int) -> None:
+    They are spawned unless `start` says otherwise: a reindex holds database connections and a
+    heartbeat thread, which a forked worker must not inherit.
+    """
+
+    def __init__(self, jobs: int, start: str = "spawn") -> None:
         self.jobs = jobs
+        self.start = start
         self._executor: Executor | None = None
 
     def executor(self) -> Executor:
@@ -74,9 +79,8 @@ class Workers:
             import multiprocessing  # noqa: PLC0415
             from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
-            # spawn, not fork: the parent holds database connections and a heartbeat thread.
             self._executor = ProcessPoolExecutor(
-                max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
+                max_workers=self.jobs, mp_context=multiprocessing.get_context(self.start))
         return self._executor
 
     def shutdown(self) -> None:
@@ -84,18 +88,29 @@ class Workers:
             self._executor.shutdown(cancel_futures=True)
 
 
+T = TypeVar("T")
+# What a worker does with some entries of a root: (root, rules key, entry names, limits).
+ShardTask = Callable[[RootSpec, str, list[str], Limits], T]
+
+
 def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
                 names: Sequence[str], limits: Limits) -> Iterator[Shard]:
     """The judged skills under these entries of the root, a shard at a time, as they finish."""
+    return map_shards(executor, _scan_shard, spec, rules_key, names, limits)
+
+
+def map_shards(executor: Executor, task: ShardTask[T], spec: RootSpec, rules_key: str,
+               names: Sequence[str], limits: Limits) -> Iterator[T]:
+    """`task` over the entries of the root a shard at a time, in order, as the shards finish."""
     shards = (list(names[start:start + SHARD]) for start in range(0, len(names), SHARD))
-    # A few shards in flight, not all: finished shards wait in memory until they are staged.
-    pending = deque(executor.submit(_scan_shard, spec, rules_key, shard, limits)
+    # A few shards in flight, not all: finished shards wait in memory until they are used.
+    pending = deque(executor.submit(task, spec, rules_key, shard, limits)
                     for shard in itertools.islice(shards, IN_FLIGHT))
     while pending:
         done = pending.popleft().result()
         following = next(shards, None)
         if following is not None:
-            pending.append(executor.submit(_scan_shard, spec, rules_key, following, limits))
+            pending.append(executor.submit(task, spec, rules_key, following, limits))
         yield done
 
 

@@ -126,13 +126,13 @@ def _stat_text(rel: str, st: os.stat_result) -> str:
             f"{st.st_dev}\0{st.st_mode}")
 
 
-def _warn(code: str, message: str) -> Finding:
-    return Finding(code, Severity.WARNING, message)
+def _warn(code: str, message: str, path: str | None = None) -> Finding:
+    return Finding(code, Severity.WARNING, message, path)
 
 
 def _hard_link(rel_path: str) -> Finding:
     return _warn("hard-link", f"{rel_path} has more than one link (it may be a file outside the "
-                 "skill); not disclosed unless the root allows hard links")
+                 "skill); not disclosed unless the root allows hard links", rel_path)
 
 
 def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _Listing:
@@ -171,12 +171,13 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 st = entry.stat()
             except OSError as exc:
                 listing.findings.append(_warn(
-                    "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)"))
+                    "unreadable", f"{rel_path}: {exc.strerror or exc} (left out of the manifest)",
+                    rel_path))
                 continue
             target = realpath(entry.path) if linked else None
             if linked and (target is None or not is_inside(target, top)):
                 listing.findings.append(_warn(
-                    "symlink-escape", f"{rel_path} links outside the skill; left out"))
+                    "symlink-escape", f"{rel_path} links outside the skill; left out", rel_path))
                 continue
             if not regular(st.st_mode):
                 if stat_module.S_ISDIR(st.st_mode):  # a link to one (or one since listed)
@@ -184,7 +185,8 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                              aligned and target is None)
                 else:
                     listing.findings.append(_warn(
-                        "special-file", f"{rel_path} is not a regular file; never opened"))
+                        "special-file", f"{rel_path} is not a regular file; never opened",
+                        rel_path))
                 continue
             # Where it is opened from, beneath the skill: its path, unless a link led here.
             beneath = (rel_path if aligned else f"{real}/{name}"[prefix:]) if target is None \
@@ -204,7 +206,7 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
 
 def _too_large_file(rel_path: str, size: int, largest: int) -> Finding:
     return _warn("file-too-large", f"{rel_path} is {size} bytes; the limit is {largest}: "
-                 "recorded by its size, never read or disclosed")
+                 "recorded by its size, never read or disclosed", rel_path)
 
 
 def _descend(listing: _Listing, stack: list[tuple[str, str, bool, list[os.DirEntry[str]]]],
@@ -346,14 +348,14 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
             read = skill.read(beneath, keep_limit=risk.TEXT_LIMIT)
         except SpecialFileError:
             scan.walk_findings.append(_warn(
-                "special-file", f"{rel_path} is not a regular file; never opened"))
+                "special-file", f"{rel_path} is not a regular file; never opened", rel_path))
             settled = False
             continue
         except OSError as exc:
             reason = ("it became a symlink during the scan" if exc.errno == errno.ELOOP
                       else exc.strerror or str(exc))
             scan.walk_findings.append(_warn(
-                "unreadable", f"{rel_path}: {reason} (left out of the manifest)"))
+                "unreadable", f"{rel_path}: {reason} (left out of the manifest)", rel_path))
             settled = False
             continue
         scan.files_read += 1
