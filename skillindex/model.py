@@ -69,6 +69,38 @@ class Finding:
         return {"code": self.code, "severity": str(self.severity), "message": self.message}
 
 
+class Gravity(enum.StrEnum):
+    """How much a finding weighs for an author: an error rejects, a risk is what a scanner
+    flags, a warning is advice. `--fail-on` counts a gravity and every heavier one."""
+
+    ERROR = "error"
+    RISK = "risk"
+    WARNING = "warning"
+
+    @property
+    def weight(self) -> int:
+        return _WEIGHTS[self]
+
+
+_WEIGHTS = {Gravity.ERROR: 3, Gravity.RISK: 2, Gravity.WARNING: 1}
+
+
+@dataclass(frozen=True, slots=True)
+class FileFinding:
+    """A finding where an author can see it: the file it is about and the line, when known."""
+
+    code: str
+    gravity: Gravity
+    message: str
+    file: Path
+    line: int | None = None  # 1-based; None for the file as a whole
+    skill: str | None = None  # the name of the skill it belongs to, when it has one
+
+    @property
+    def severity(self) -> Severity:
+        return Severity.ERROR if self.gravity is Gravity.ERROR else Severity.WARNING
+
+
 @dataclass(frozen=True, slots=True)
 class FindingCount:
     """How many candidates carry a finding of one code and severity."""

@@ -175,9 +175,9 @@ class _Group(click.Group):
 # The module that defines each command. A command's module is imported when the command runs
 # (or help lists it), so `skillindex list` loads neither the lock code nor the server's.
 COMMAND_MODULES = {
-    "audit": "disclose", "candidates": "index", "catalog": "catalog", "command": "disclose",
-    "context": "index", "db": "db", "explain": "index", "hosts": "hosts", "list": "index",
-    "lock": "trust",
+    "audit": "disclose", "candidates": "index", "catalog": "catalog", "check": "check",
+    "command": "disclose", "context": "index", "db": "db", "explain": "index", "hosts": "hosts",
+    "list": "index", "lock": "trust",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",
     "verify": "disclose", "watch": "watch",
@@ -229,6 +229,14 @@ def print_json_array(items: Iterable[object]) -> None:
         click.echo(("[\n  " if empty else ",\n  ") + text, nl=False)
         empty = False
     click.echo("[]" if empty else "\n]")
+
+
+# What `check`, `risks` and `rejections` print their findings as.
+FORMATS = ("text", "json", "sarif", "github")
+format_option = click.option(
+    "--format", "output", type=click.Choice(FORMATS), default="text", show_default=True,
+    help="text for people, json, sarif (2.1.0, for code scanning) or github (workflow "
+    "annotations).")
 
 
 session_option = click.option("--session", "session_id", metavar="ID",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -19,6 +21,7 @@ from skillindex.cli.common import (
     count,
     echo,
     finding_codes,
+    format_option,
     json_option,
     no_cycle_collection,
     options_of,
@@ -252,21 +255,31 @@ def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int |
 
 @cli.command()
 @_narrowing
+@format_option
 @json_option
 @click.pass_context
 def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int | None,
-               as_json: bool) -> None:
+               output: str, as_json: bool) -> None:
     """List the rejected skills and the reasons.
+
+    `--format sarif` writes them as a SARIF log for code scanning, `--format github` as
+    workflow annotations, each at its SKILL.md (risk findings: `skillindex risks`).
 
     \b
     Examples:
       skillindex rejections --summary
       skillindex rejections --code name-invalid --limit 10
       skillindex --json rejections
+      skillindex rejections --format sarif > rejections.sarif
     """
-    options = options_of(ctx, as_json)
+    options = options_of(ctx, as_json or output == "json")
+    located = output in ("sarif", "github")
+    if summary and located:
+        raise click.UsageError(f"--summary counts the reasons; --format {output} lists them")
     with options.open() as index:
-        if summary:
+        if located:
+            found = index.rejections(code=code, limit=limit)
+        elif summary:
             counts, total = index.finding_counts(rejected=True), index.count(rejected=True)
         elif options.json:
             print_json_array(c.as_dict() for c in index.iter_candidates(
@@ -274,6 +287,13 @@ def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int |
             return
         else:
             found = index.rejections(code=code, limit=limit)
+    if located:
+        from skillindex.cli.check import render  # noqa: PLC0415 (a listing does not need it)
+        from skillindex.index.risk import CODES  # noqa: PLC0415
+        from skillindex.query.sarif import of_rejections  # noqa: PLC0415
+
+        render(of_rejections(found, CODES), Path(options.cwd or os.getcwd()), output)
+        return
     if summary:
         if options.json:
             print_json({"rejected": total, "codes": [c.as_dict() for c in counts]})

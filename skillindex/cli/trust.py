@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from skillindex.cli.common import cli, count, echo, json_option, options_of, print_json, table
+from skillindex.cli.common import (
+    cli,
+    count,
+    echo,
+    format_option,
+    json_option,
+    options_of,
+    print_json,
+    table,
+)
 from skillindex.errors import ConfigError
 from skillindex.index.risk import CODES
 from skillindex.query import lockfile
@@ -14,24 +24,33 @@ from skillindex.query import lockfile
 
 @cli.command()
 @click.option("--code", type=click.Choice(CODES), help="Only findings with this code.")
+@format_option
 @json_option
 @click.pass_context
-def risks(ctx: click.Context, code: str | None, as_json: bool) -> None:
+def risks(ctx: click.Context, code: str | None, output: str, as_json: bool) -> None:
     """List the risk findings of the skills of this directory, by skill and file.
 
     Findings are judged at index time from the bytes already read: hidden Unicode, prompt
     injection, remote execution, secrets (never shown), binaries that pretend to be text,
-    executables outside scripts/.
+    executables outside scripts/. `--format sarif` writes them as a SARIF log for code
+    scanning, `--format github` as workflow annotations.
 
     \b
     Examples:
       skillindex risks
       skillindex risks --code secret
       skillindex --json risks --code remote-exec
+      skillindex risks --format sarif > risks.sarif
     """
-    options = options_of(ctx, as_json)
+    options = options_of(ctx, as_json or output == "json")
     with options.open() as index:
         found = index.risks(code=code)
+    if output in ("sarif", "github"):
+        from skillindex.cli.check import render  # noqa: PLC0415 (a listing does not need it)
+        from skillindex.query.sarif import of_risks  # noqa: PLC0415
+
+        render(of_risks(found), Path(options.cwd or os.getcwd()), output)
+        return
     if options.json:
         print_json([item.as_dict() for item in found])
     elif not found:

@@ -1,0 +1,157 @@
+"""What every finding code means, in words an author reads beside the finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """A finding code explained: a title of a few words and what to do about it."""
+
+    title: str
+    help: str
+
+
+CODES: dict[str, Code] = {
+    # SKILL.md and its frontmatter
+    "frontmatter-missing": Code(
+        "SKILL.md has no frontmatter",
+        "SKILL.md must start with a line holding only `---`, then YAML fields (at least "
+        "`name` and `description`), then another `---` line before the body."),
+    "frontmatter-unclosed": Code(
+        "The frontmatter is never closed",
+        "Add a line holding only `---` after the last frontmatter field."),
+    "yaml-invalid": Code(
+        "The frontmatter is not valid YAML",
+        "Fix the YAML: a value holding `: ` or starting with `[`, `{`, `*` or `&` must be "
+        "quoted. Frontmatter over 64 KiB, nested deeper than 100 levels or holding more than "
+        "1,000 values is refused too."),
+    "yaml-not-mapping": Code(
+        "The frontmatter is not a mapping",
+        "The frontmatter must be `key: value` fields, not a list or a single value."),
+    "yaml-repaired": Code(
+        "The frontmatter was read line by line",
+        "The YAML does not parse, and lenient hosts read each `key: value` line as text "
+        "instead; strict ones reject the skill. Quote the values that hold `: ` or start "
+        "with an indicator character."),
+    "name-invalid": Code(
+        "The name breaks the naming rules",
+        "A name is 1 to 64 characters of lowercase letters, digits and single hyphens, not "
+        "starting or ending with a hyphen. In every mode it must not be empty or hold `/`, "
+        "control or invisible characters."),
+    "name-too-long": Code(
+        "The name is longer than 64 characters",
+        "Shorten the name (and the folder, which must match it) to 64 characters at most."),
+    "name-dir-mismatch": Code(
+        "The name differs from its folder",
+        "The `name` field must equal the name of the folder holding SKILL.md: rename one of "
+        "them, or drop `name` (it then defaults to the folder's)."),
+    "description-missing": Code(
+        "No description",
+        "Add a `description`: what the skill does and when to use it. Hosts show it to the "
+        "model to decide when to load the skill, and most require it."),
+    "description-too-long": Code(
+        "The description is longer than 1,024 characters",
+        "Shorten the description to 1,024 characters; move the detail into the body, which "
+        "is read only once the skill is chosen."),
+    "compatibility-too-long": Code(
+        "The compatibility field is longer than 500 characters",
+        "Shorten `compatibility` to 500 characters."),
+    "field-type": Code(
+        "A field has the wrong type",
+        "`name`, `description`, `license`, `compatibility` and `allowed-tools` are strings, "
+        "`enabled` is true or false, `metadata` maps strings to strings."),
+    "unknown-field": Code(
+        "A frontmatter field the specification does not define",
+        "The field is kept as metadata; hosts that do not know it ignore it. Move it under "
+        "`metadata` if it is yours."),
+    "control-character": Code(
+        "A field holds control characters",
+        "Remove control characters from the frontmatter: NUL cannot be stored and rejects "
+        "the skill, others are kept but shown escaped."),
+    "entry-symlink": Code(
+        "SKILL.md is a symbolic link",
+        "SKILL.md must be a regular file inside the skill's folder."),
+    "not-utf8": Code(
+        "SKILL.md is not UTF-8",
+        "Save SKILL.md as UTF-8 text."),
+    "unreadable": Code(
+        "A file or folder could not be read",
+        "Check its permissions; what cannot be read is left out of the skill."),
+    "file-too-large": Code(
+        "A file is over the size limit",
+        "SKILL.md is refused over 1 MiB (its frontmatter over 64 KiB); any other file over "
+        "16 MiB is listed by its size but never read or handed to a model."),
+    "skill-too-large": Code(
+        "The skill is over the size limits",
+        "A skill holds at most 512 files and 16 MiB in all (the MCP skills extension's "
+        "limits); a larger one is rejected unread. Move large assets out of the skill."),
+    # The walk inside a skill and above it
+    "special-file": Code(
+        "A file that is not a regular file",
+        "FIFOs, sockets and devices are never opened; remove them from the skill."),
+    "symlink-escape": Code(
+        "A symbolic link leads outside the skill",
+        "A link whose target is outside the skill's folder is left out; copy the file in "
+        "instead."),
+    "symlink-loop": Code(
+        "A symbolic link leads back into its own folder",
+        "The link is not followed; remove it."),
+    "too-many-files": Code(
+        "A folder nested too deep",
+        "Folders deeper than 16 levels inside a skill are left out."),
+    "hard-link": Code(
+        "A file with more than one hard link",
+        "The other name may be a file outside the skill, so it is not handed to a model "
+        "unless the root allows hard links. Copy the file instead of linking it."),
+    "name-not-utf8": Code(
+        "A file or folder name that is not UTF-8",
+        "Rename it: names that are not UTF-8 cannot be stored or named in a skill:// URI."),
+    "not-a-directory": Code(
+        "A root that is not a folder",
+        "A root must be a folder holding skill folders."),
+    # Risk rules
+    "hidden-unicode": Code(
+        "Hidden Unicode characters",
+        "Tag characters, bidirectional controls outside right-to-left text and zero-width "
+        "characters inside words can hide instructions from a reader; remove them."),
+    "prompt-injection": Code(
+        "An instruction to the model to drop its rules",
+        "Text telling the model to ignore prior instructions, hide what it does from the "
+        "user or reveal its system prompt; quote the phrase if the skill talks about it."),
+    "remote-exec": Code(
+        "A download piped into an interpreter",
+        "Running what a download returns (`curl … | sh`) executes code nobody reviewed; ship "
+        "the script in scripts/ or pin and check what is downloaded."),
+    "secret": Code(
+        "A secret in a file",
+        "A private key or a cloud, forge or API token; remove it and revoke it. The value is "
+        "never shown, only its kind and place."),
+    "binary-masquerade": Code(
+        "A file whose bytes contradict its extension",
+        "A text extension over binary bytes, or an image or archive extension over other "
+        "bytes; rename the file or replace it."),
+    "executable-outside-scripts": Code(
+        "An executable outside scripts/",
+        "Executable files (by mode or native binaries) belong in scripts/, where hosts and "
+        "reviewers look for them."),
+    # A set of skills checked together
+    "name-collision": Code(
+        "Two skills of the set have one name",
+        "Hosts load one of them and hide the other (or reject both): give each skill a name "
+        "of its own."),
+    "uri-collision": Code(
+        "Two skills' files have one skill:// URI",
+        "A URI that names two files is served by no host; rename the skill or the file."),
+    # The barrier around each skill
+    "internal-error": Code(
+        "The skill could not be judged",
+        "Something failed while this skill was read or judged; the others were judged. "
+        "Report it with the message."),
+}
+
+
+def explained(code: str) -> Code:
+    """The code's explanation; a code this table does not know gets a plain one."""
+    return CODES.get(code) or Code(code, f"See the documentation of the finding code {code}.")
