@@ -9,7 +9,8 @@ each as the median of several repetitions:
   cold / unchanged / 1%-changed reindex, the catalog library call and `skillindex catalog` as a
   whole process, `index.read` of a body and of a resource, and the peak memory of a cold index;
   search and a query-ranked catalog, and what the full-text index adds to a cold index's time
-  and to the database's size (against the same reindex without it);
+  and to the database's size (against the same reindex without it); `skillindex check` of the
+  same trees (no database) in the library and as a whole process, beside floor B;
 
 then the relevance of search on a corpus of real skills (`--corpus`, default the registry sample
 beside the repository): queries taken from skill bodies, recall@1, recall@5 and MRR beside a
@@ -98,6 +99,31 @@ def peak_kib(script: str, config: Path, db: Path, cwd: Path) -> int:
     output = subprocess.run([sys.executable, "-c", script, str(config), str(db), str(cwd)],
                             check=True, capture_output=True, text=True).stdout
     return int(output.strip().splitlines()[-1])
+
+
+def check_rows(roots: list[Path], cwd: Path, repeat: int) -> dict[str, float]:
+    """`skillindex check` of the trees (the set's name collisions make it exit 1) in the
+    library and as a whole process, each with a worker per core and in one process, every
+    figure timed in turn with floor B."""
+    from scripts.benchkit import timed
+    from skillindex.index.parallel import default_jobs
+    from skillindex.query.check import check
+
+    cores = default_jobs()
+    command = [sys.executable, "-m", "skillindex", "check", "--format", "json",
+               *map(str, roots)]
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for key, function in (
+                ("check_floor_b_s", lambda: floor_b(roots)),
+                ("check_call_s", lambda: check(roots, base=cwd, jobs=cores)),
+                ("check_call_1_job_s", lambda: check(roots, base=cwd, jobs=1)),
+                ("check_process_s", lambda: subprocess.run(command, capture_output=True,
+                                                           check=False)),
+                ("check_process_1_job_s", lambda: subprocess.run(
+                    [*command, "--jobs", "1"], capture_output=True, check=False))):
+            times.setdefault(key, []).append(timed(function))
+    return {key: statistics.median(values) for key, values in times.items()}
 
 
 def startup_rows(config: Path, db: Path, cwd: Path, repeat: int) -> dict[str, float]:
@@ -190,6 +216,7 @@ def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
                                                        (floor_a_times, unchanged))
     results.update(freshbench.processes(config, base, cwd, db, {
         "a": lambda: floor_a(roots), "b": lambda: floor_b(roots)}, repeat))
+    results.update(check_rows(roots, cwd, repeat))
 
     changed = max(1, count // 100)
     version = iter(range(1, 10**6))
@@ -262,6 +289,12 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
         out[f"`reindex` process, cold, {cores} workers / floor B"] = (
             every / result["process_floor_b_s"])
         out[f"cold speed-up, {cores} workers over 1 process"] = one / every
+    if "check_call_s" in result:
+        floor = result["check_floor_b_s"]
+        out["check / floor B"] = result["check_call_s"] / floor
+        out["check, 1 process / floor B"] = result["check_call_1_job_s"] / floor
+        out["`check` process / floor B"] = result["check_process_s"] / floor
+        out["`check` process, 1 process / floor B"] = result["check_process_1_job_s"] / floor
     if "first_catalog_after_reindex_s" in result:
         out["first catalog after a reindex / cached catalog"] = (
             result["first_catalog_after_reindex_s"] / result["cached_catalog_s"])
@@ -293,6 +326,11 @@ def table(results: list[dict[str, Any]]) -> str:
         ("`skillindex list` process", "list_process_s"),
         ("`skillindex --json list` process", "list_json_process_s"),
         ("`skillindex verify` process (hashes every file)", "verify_process_s"),
+        ("floor B, beside check", "check_floor_b_s"),
+        ("check (library, a worker per core)", "check_call_s"),
+        ("check (library, 1 process)", "check_call_1_job_s"),
+        ("`skillindex check` process", "check_process_s"),
+        ("`skillindex check` process, 1 process (`--jobs 1`)", "check_process_1_job_s"),
         ("first catalog after a reindex", "first_catalog_after_reindex_s"),
         ("the same catalog again (cached)", "cached_catalog_s"),
         ("watch: a write until its reindex has committed", "watch_latency_s"),

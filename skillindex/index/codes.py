@@ -108,6 +108,10 @@ CODES: dict[str, Code] = {
     "name-not-utf8": Code(
         "A file or folder name that is not UTF-8",
         "Rename it: names that are not UTF-8 cannot be stored or named in a skill:// URI."),
+    "plugins-unreadable": Code(
+        "The list of installed Claude plugins could not be read",
+        "The plugins' skill folders are not indexed until installed_plugins.json can be read "
+        "as JSON."),
     "not-a-directory": Code(
         "A root that is not a folder",
         "A root must be a folder holding skill folders."),

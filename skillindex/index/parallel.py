@@ -100,9 +100,9 @@ def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
 
 
 def map_shards(executor: Executor, task: ShardTask[T], spec: RootSpec, rules_key: str,
-               names: Sequence[str], limits: Limits) -> Iterator[T]:
-    """`task` over the entries of the root a shard at a time, in order, as the shards finish."""
-    shards = (list(names[start:start + SHARD]) for start in range(0, len(names), SHARD))
+               names: Sequence[str], limits: Limits, size: int = SHARD) -> Iterator[T]:
+    """`task` over the entries of the root `size` at a time, in order, as the shards finish."""
+    shards = (list(names[start:start + size]) for start in range(0, len(names), size))
     # A few shards in flight, not all: finished shards wait in memory until they are used.
     pending = deque(executor.submit(task, spec, rules_key, shard, limits)
                     for shard in itertools.islice(shards, IN_FLIGHT))

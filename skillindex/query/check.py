@@ -224,8 +224,11 @@ def _walk(spec: RootSpec, only: frozenset[str] | None, limits: Limits,
     if workers is not None and only is None:
         _names, entries = parallel.split_entries(str(spec.path), set(), None)
         if len(entries) >= parallel.PARALLEL_MIN:
+            # Each shard lists the root again: a few shards a worker keep them busy alike
+            # without listing a large root hundreds of times.
+            size = max(parallel.SHARD, len(entries) // (4 * workers.jobs))
             for shard in parallel.map_shards(workers.executor(), _check_shard, spec, rules_key,
-                                             entries, limits):
+                                             entries, limits, size):
                 yield from shard
             return
     yield from _check_entries(spec, rules_key, only, limits)
@@ -278,7 +281,7 @@ def _judged(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
     findings.sort(key=lambda f: (f.file != entry, str(f.file), f.line or 0))
     return CheckedSkill(name, directory, verdict.status, tuple(findings),
                         tuple(r.rel_path for r in scan.resources), scan.real_dir,
-                        lines.lines().get("name"))
+                        _name_line(scan.entry_data))
 
 
 def gravity_of(finding: Finding) -> Gravity:
@@ -293,6 +296,15 @@ _AT_TOP = frozenset({"frontmatter-missing", "frontmatter-unclosed"})
 # PyYAML names where it failed: "line 3, column 7" of the frontmatter (the last mark is the
 # problem's own).
 _YAML_MARK = re.compile(r"line (\d+), column \d+")
+
+
+def _name_line(data: bytes | None) -> int | None:
+    """The line of the `name:` field, for a finding about the name that no rule made (one
+    search in C, not the frontmatter's lines)."""
+    if data is None:
+        return None
+    at, end = data.find(b"\nname:"), data.find(b"\n---", 3)  # inside the frontmatter
+    return None if at < 0 or at > end else data.count(b"\n", 0, at) + 2
 
 
 class _FieldLines:
