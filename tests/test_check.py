@@ -310,3 +310,24 @@ def test_limits_are_the_callers(tmp_path: Path) -> None:
     report = check(["pdf"], base=tmp_path, limits=Limits(max_file_bytes=50))
 
     assert [f.code for f in report.skills[0].findings] == ["file-too-large"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked on Linux only")
+def test_a_worker_that_dies_leaves_its_skills_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "skills"
+    for number in range(300):
+        write_skill(root, f"s{number:03d}")
+    expected = check([root], base=tmp_path, jobs=1).as_dict()
+    parent = os.getpid()
+
+    def dying(scan: Any, spec: RootSpec) -> Any:
+        if os.getpid() != parent and scan.dir_name == "s150":
+            os._exit(3)  # a worker killed mid-shard (out of memory, a signal)
+        return verdict_of(scan, spec)
+
+    monkeypatch.setattr(check_module, "verdict_of", dying)  # forked workers inherit it
+    report = check([root], base=tmp_path, jobs=2)
+
+    assert report.as_dict() == expected
+    assert len(report.skills) == 300

@@ -227,10 +227,16 @@ def _walk(spec: RootSpec, only: frozenset[str] | None, limits: Limits,
             # Each shard lists the root again: a few shards a worker keep them busy alike
             # without listing a large root hundreds of times.
             size = max(parallel.SHARD, len(entries) // (4 * workers.jobs))
-            for shard in parallel.map_shards(workers.executor(), _check_shard, spec, rules_key,
-                                             entries, limits, size):
-                yield from shard
-            return
+            done = 0
+            try:
+                for shard in parallel.map_shards(workers.executor(), _check_shard, spec,
+                                                 rules_key, entries, limits, size):
+                    yield from shard
+                    done += size
+            except Exception:  # the pool broke (a worker died): the rest is checked here
+                only = frozenset(entries[done:])
+            else:
+                return
     yield from _check_entries(spec, rules_key, only, limits)
 
 
