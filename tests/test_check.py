@@ -287,7 +287,12 @@ def test_judged_with_the_indexers_own_verdicts(tmp_path: Path) -> None:
             for s in report.skills} == indexed
 
 
-def test_many_skills_in_worker_processes_match_one_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_many_skills_in_worker_processes_match_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str) -> None:
+    if start == "fork" and sys.platform != "linux":
+        pytest.skip("workers are forked on Linux only")
+    monkeypatch.setattr(check_module, "_start", lambda: start)
     root = tmp_path / "skills"
     for number in range(300):
         front = (f"name: s{number}\ndescription: Skill {number}.\n" if number % 7
@@ -327,6 +332,7 @@ def test_a_worker_that_dies_leaves_its_skills_to_the_parent(
         return verdict_of(scan, spec)
 
     monkeypatch.setattr(check_module, "verdict_of", dying)  # forked workers inherit it
+    monkeypatch.setattr(check_module, "_start", lambda: "fork")
     report = check([root], base=tmp_path, jobs=2)
 
     assert report.as_dict() == expected

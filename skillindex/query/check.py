@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -127,7 +128,7 @@ def check(paths: Sequence[str | os.PathLike[str]], *, base: Path,
     skills: list[CheckedSkill] = []
     problems: list[FileFinding] = []
     empty: list[Path] = []
-    workers = parallel.Workers(jobs, start=_START) if jobs > 1 else None
+    workers = parallel.Workers(jobs, start=_start()) if jobs > 1 else None
     try:
         for walk in walks:
             spec = RootSpec(Path(walk.folder), Scope.PROJECT, PROVIDER, 0, max_depth=walk.depth,
@@ -213,9 +214,11 @@ def _holder(folder: str, known: dict[str, str | None]) -> str | None:
 
 # -- Walking and judging ------------------------------------------------------------------------
 
-# Forked workers inherit the parent's imports; check holds no connection and starts no thread,
-# so a fork is safe where there is one.
-_START = "fork" if sys.platform == "linux" else "spawn"
+def _start() -> str:
+    """How workers start: forked (they inherit the parent's imports) where a fork is safe, on
+    Linux in a process with no other thread (check itself holds no connection and starts no
+    thread; a library caller may have); spawned otherwise."""
+    return "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
 
 
 def _walk(spec: RootSpec, only: frozenset[str] | None, limits: Limits,
