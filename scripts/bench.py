@@ -12,9 +12,13 @@ each as the median of several repetitions:
   and to the database's size (against the same reindex without it); `skillindex check` of the
   same trees (no database) in the library and as a whole process, beside floor B;
 
-then the relevance of search on a corpus of real skills (`--corpus`, default the registry sample
-beside the repository): queries taken from skill bodies, recall@1, recall@5 and MRR beside a
-plain BM25 over the descriptions (rank-bm25, the `bench` extra), on a tuning and a held-out set.
+then the relevance of search on real skills: the task prompts of scripts/relevance_data (each
+naming the skill that should come first) over the public stand-ins above the registry sample
+(`--corpus`, default the one beside the repository) and above the whole registry (`--registry`,
+the archive or its extracted folder): recall@1, recall@5 and MRR beside plain BM25 over the
+same winners' names and descriptions (rank-bm25, the `bench` extra), on the tuning and the
+held-out half; the share of prompts whose skill keeps its description in `catalog --query`,
+the search's times and the `search` process.
 
 Prints a table of absolute times and ratios to the floors (or JSON with --json). Ratios, never
 absolute thresholds: the machine decides the absolute numbers.
@@ -39,6 +43,7 @@ import xxhash
 import yaml
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "registry-sample"
+REGISTRY = CORPUS.with_name("registry-skills.tar.xz")
 
 
 def floor_a(roots: list[Path]) -> int:
@@ -415,10 +420,15 @@ def main() -> None:
                         help="a Python >= 3.12 with agentskills-mcp-server, to measure beside "
                         "`skillindex serve`")
     parser.add_argument("--corpus", type=Path, default=CORPUS,
-                        help="folder of real skills for relevance (default: %(default)s)")
-    parser.add_argument("--queries", type=int, default=300,
-                        help="queries per relevance set (--quick: 50)")
+                        help="the registry sample, for relevance (default: %(default)s)")
+    parser.add_argument("--registry", type=Path, default=REGISTRY,
+                        help="the whole registry, its archive or folder (default: %(default)s)")
+    parser.add_argument("--public", type=Path, action="append",
+                        help="a public skills folder instead of the project's stand-ins "
+                        "(repeatable)")
     parser.add_argument("--no-relevance", action="store_true", help="skip the relevance figures")
+    parser.add_argument("--relevance-only", action="store_true",
+                        help="only the relevance figures (no generated trees)")
     parser.add_argument("--memory", action="store_true",
                         help="peak memory of every command at the largest size")
     parser.add_argument("--no-watch", action="store_true", help="skip the watcher's figures")
@@ -437,6 +447,8 @@ def main() -> None:
         MCP_OPTIONS["agentskills"] = (None if args.no_agentskills
                                       else agentskills_python(args.agentskills_python))
     sizes = [200] if args.quick else (args.sizes or [1_000, 10_000, 100_000])
+    if args.relevance_only:
+        sizes = []
     repeat = 1 if args.quick else args.repeat
     work = Path(tempfile.mkdtemp(prefix="skillindex-bench-", dir=args.work))
     try:
@@ -446,12 +458,14 @@ def main() -> None:
             results.append(bench(size, repeat, work, memory=args.memory and size == max(sizes),
                                  watch=not args.no_watch))
         from scripts import freshbench, searchbench
+        from scripts.relevance import STAND_INS
 
         relevance = None
         if not args.no_relevance and args.corpus.is_dir():
             print(f"relevance on {args.corpus} ...", file=sys.stderr, flush=True)
+            registry = None if args.quick or not args.registry.exists() else args.registry
             relevance = searchbench.relevance_report(
-                args.corpus, 50 if args.quick else args.queries, work)
+                args.corpus, registry, args.public or [STAND_INS], work)
         elif not args.no_relevance:
             print(f"no corpus at {args.corpus}: relevance skipped", file=sys.stderr)
     finally:
@@ -460,7 +474,8 @@ def main() -> None:
         print(json.dumps({"sizes": [{**r, "ratios": ratios(r)} for r in results],
                           "relevance": relevance}, indent=2))
     else:
-        print(table(results))
+        if results:
+            print(table(results))
         for result in results:
             if "memory" in result:
                 print()

@@ -1,116 +1,197 @@
-"""Relevance of `search` on real skills: queries taken from bodies, scored against a BM25
-baseline over descriptions alone, on a tuning set and on a held-out set."""
+"""Relevance of search on real skills: task prompts phrased as people ask for help, each naming
+the skill that should come first, scored beside plain BM25 over the same winners' names and
+descriptions, on a tuning half and a held-out half.
+
+`python -m scripts.relevance --registry DIR [--public DIR ...] [--set tuning]` scores one index
+(kept at --db, so a second run only rechecks it); scripts/bench.py reports both halves at the
+sizes of the registry sample and of the whole registry (scripts/searchbench.py).
+"""
 
 from __future__ import annotations
 
-import random
+import argparse
+import json
+import math
 import re
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
-from skillindex.index import skillmd
-
-QUERY_WORDS = 6
-DEPTH = 20  # ranks past this count as misses (MRR@20)
+DATA = Path(__file__).resolve().with_name("relevance_data")
+PROMPTS = DATA / "prompts.tsv"
+# The project's stand-ins for the public anthropics/skills and openai/skills folders.
+STAND_INS = DATA / "skills"
+PUBLIC_PRECEDENCE = 200
+REGISTRY_PRECEDENCE = 100
+DEPTH = 20  # a skill found below this rank counts as not found (MRR@20)
+SETS = ("tuning", "held-out")
 _WORD = re.compile(r"[^\W_]+")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_PROSE = re.compile(r"^[A-Za-z]")  # a line of prose, not a list, table, quote or markup
 
 
 @dataclass(frozen=True, slots=True)
-class Skill:
-    name: str
-    description: str
-    location: str
-    body: str
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
+class Prompt:
+    part: str  # tuning or held-out
+    source: str  # public or registry
+    skill: str  # the name of the skill that should come first
     text: str
-    location: str  # the skill it was taken from
 
 
-def load_skills(winners: Sequence[Any]) -> list[Skill]:
-    skills = []
-    for winner in winners:
-        path = Path(winner.candidate.path)
-        split = skillmd.split(skillmd.decode(path.read_bytes()))  # type: ignore[arg-type]
-        body = split[1] if isinstance(split, tuple) else ""
-        skills.append(Skill(winner.name, winner.candidate.description or "", str(path), body))
-    return skills
+def load_prompts(path: Path = PROMPTS) -> list[Prompt]:
+    prompts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            part, source, skill, text = line.split("\t")
+            prompts.append(Prompt(part, source, skill, text))
+    return prompts
 
 
-def make_query(skill: Skill) -> str | None:
-    """Six consecutive words of one prose line of the body, chosen by the skill's own seed;
-    never words that also appear together in the description or the name."""
-    lines, fenced = [], False
-    for line in skill.body.splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif not fenced and _PROSE.match(line.strip()):
-            words = _WORD.findall(line)
-            if len(words) >= QUERY_WORDS + 2:
-                lines.append(words)
-    if not lines:
-        return None
-    rng = random.Random(xxhash.xxh3_64_intdigest(skill.location.encode()))
-    words = rng.choice(lines)
-    start = rng.randrange(0, len(words) - QUERY_WORDS + 1)
-    text = " ".join(words[start:start + QUERY_WORDS])
-    if text.lower() in " ".join(_WORD.findall(f"{skill.name} {skill.description}")).lower():
-        return None
-    return text
+def settings_text(public: Sequence[Path], registry: Path) -> str:
+    """Lenient settings with the public roots above the registry, no presets."""
+    lines = ["[skills]", "presets = false", 'validation = "lenient"', ""]
+    for path, precedence in [*((p, PUBLIC_PRECEDENCE) for p in public),
+                             (registry, REGISTRY_PRECEDENCE)]:
+        lines += ["[[roots]]", f"path = {json.dumps(str(path))}", f"precedence = {precedence}",
+                  "require_description = false", ""]
+    return "\n".join(lines)
 
 
-def query_sets(skills: Sequence[Skill], size: int) -> tuple[list[Query], list[Query]]:
-    """A tuning set and a held-out set, split by a hash of the skill's path."""
-    tune: list[Query] = []
-    held: list[Query] = []
-    for skill in sorted(skills, key=lambda s: xxhash.xxh3_64_intdigest(s.location.encode())):
-        text = make_query(skill)
-        if text is None:
-            continue
-        target = tune if xxhash.xxh3_64_intdigest((skill.location + "#set").encode()) % 2 else held
-        if len(target) < size:
-            target.append(Query(text, skill.location))
-        if len(tune) >= size and len(held) >= size:
-            break
-    return tune, held
+Ranker = Callable[[str], Sequence[str]]  # a prompt -> skill names, best first
 
 
-Ranker = Callable[[str], list[str]]  # query -> locations, best first
+def ranks(ranker: Ranker, prompts: Sequence[Prompt]) -> list[int | None]:
+    """The rank of each prompt's skill (from 1), None when not in the first DEPTH."""
+    found = []
+    for prompt in prompts:
+        names = list(ranker(prompt.text))[:DEPTH]
+        found.append(names.index(prompt.skill) + 1 if prompt.skill in names else None)
+    return found
 
 
-def score(ranker: Ranker, queries: Sequence[Query]) -> dict[str, float]:
-    ranks = []
-    for query in queries:
-        found = ranker(query.text)[:DEPTH]
-        ranks.append(found.index(query.location) + 1 if query.location in found else None)
-    return {"recall@1": sum(r == 1 for r in ranks) / len(ranks),
-            "recall@5": sum(r is not None and r <= 5 for r in ranks) / len(ranks),
-            "mrr": statistics.fmean(1 / r if r else 0.0 for r in ranks),
-            "queries": len(ranks)}
+def figures(found: Sequence[int | None]) -> dict[str, float]:
+    return {"recall@1": sum(r == 1 for r in found) / len(found),
+            "recall@5": sum(r is not None and r <= 5 for r in found) / len(found),
+            "mrr": statistics.fmean(1 / r if r else 0.0 for r in found),
+            "prompts": len(found)}
 
 
-def bm25_baseline(skills: Sequence[Skill]) -> Ranker:
-    """Plain BM25 (rank-bm25's Okapi) over the descriptions, words lower-cased, no stemming."""
+def tokens(text: str) -> list[str]:
+    """Lower-cased runs of letters and digits: `mcp-builder` is `mcp`, `builder`."""
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def bm25_baseline(skills: Sequence[tuple[str, str]]) -> Ranker:
+    """rank-bm25's BM25Okapi over each skill's name and description (words lower-cased, no
+    stemming), every skill scored; the baseline the search is measured against."""
     from rank_bm25 import BM25Okapi  # the `bench` extra
 
-    def tokens(text: str) -> list[str]:
-        return [word.lower() for word in _WORD.findall(text)]
-
-    model = BM25Okapi([tokens(skill.description) or ["-"] for skill in skills])
-    locations = [skill.location for skill in skills]
+    model = BM25Okapi([tokens(f"{name} {description}") or ["-"]
+                       for name, description in skills])
+    names = [name for name, _ in skills]
 
     def rank(text: str) -> list[str]:
         scores = model.get_scores(tokens(text))
         best = sorted(range(len(scores)), key=lambda i: -scores[i])[:DEPTH]
-        return [locations[i] for i in best if scores[i] > 0]
+        return [names[i] for i in best if scores[i] > 0]
 
     return rank
+
+
+def okapi(documents: Sequence[Sequence[str]], query: Sequence[str], *, k1: float = 1.5,
+          b: float = 0.75, epsilon: float = 0.25) -> list[float]:
+    """BM25Okapi's scores written out from its definition (idf log((N - n + 0.5) / (n + 0.5)),
+    a negative idf floored at epsilon times the mean idf), to check the baseline against."""
+    count = len(documents)
+    average = sum(map(len, documents)) / count
+    held: dict[str, int] = {}
+    for document in documents:
+        for word in set(document):
+            held[word] = held.get(word, 0) + 1
+    idf = {word: math.log(count - n + 0.5) - math.log(n + 0.5) for word, n in held.items()}
+    floor = epsilon * sum(idf.values()) / len(idf)
+    idf = {word: value if value >= 0 else floor for word, value in idf.items()}
+    scores = []
+    for document in documents:
+        score = 0.0
+        for word in query:
+            tf = document.count(word)
+            score += idf.get(word, 0.0) * tf * (k1 + 1) / (
+                tf + k1 * (1 - b + b * len(document) / average))
+        scores.append(score)
+    return scores
+
+
+def kept_whole(catalog: Callable[[str], Any], prompts: Sequence[Prompt]) -> float:
+    """The share of prompts whose skill keeps its full description in `catalog(prompt)`."""
+    kept = 0
+    for prompt in prompts:
+        entries = {entry.name: entry for entry in catalog(prompt.text).entries}
+        entry = entries.get(prompt.skill)
+        kept += entry is not None and bool(entry.description) and not entry.truncated
+    return kept / len(prompts)
+
+
+def timings(search: Callable[[str], object], prompts: Sequence[Prompt]) -> dict[str, float]:
+    """The median and the worst time of one search per prompt, after one warm-up each."""
+    times = []
+    for prompt in prompts:
+        search(prompt.text)
+        started = time.perf_counter()
+        search(prompt.text)
+        times.append(time.perf_counter() - started)
+    return {"median_s": statistics.median(times), "worst_s": max(times)}
+
+
+def evaluate(index: Any, prompts: Sequence[Prompt], *, baseline: bool = True,
+             ) -> dict[str, Any]:
+    """Both halves' figures for search and, beside it, BM25 over the same winners; the
+    catalog's share of whole descriptions and the search times, over every prompt given."""
+    def search(text: str) -> list[str]:
+        return [hit.name for hit in index.search(text, limit=DEPTH)]
+
+    bm25 = None
+    if baseline:
+        bm25 = bm25_baseline([(w.name, w.candidate.description or "")
+                              for w in index.winners()])
+    report: dict[str, Any] = {}
+    for part in SETS:
+        chosen = [p for p in prompts if p.part == part]
+        if not chosen:
+            continue
+        found = ranks(search, chosen)
+        report[part] = {"search": figures(found),
+                        "misses": [p.text for p, r in zip(chosen, found, strict=True)
+                                   if r is None or r > 5]}
+        if bm25 is not None:
+            report[part]["bm25"] = figures(ranks(bm25, chosen))
+        report[part]["catalog_kept_whole"] = kept_whole(
+            lambda text: index.catalog(query=text), chosen)
+    report["speed"] = timings(search, prompts)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--registry", type=Path, required=True,
+                        help="folder of registry skills (the sample, or the extracted archive)")
+    parser.add_argument("--public", type=Path, action="append",
+                        help=f"a public skills folder (default: {STAND_INS})")
+    parser.add_argument("--set", choices=SETS, help="one half only")
+    parser.add_argument("--db", type=Path, required=True, help="the index to build or reuse")
+    parser.add_argument("--no-baseline", action="store_true")
+    args = parser.parse_args()
+    from skillindex import SkillIndex
+
+    config = args.db.with_suffix(".toml")
+    config.write_text(settings_text(args.public or [STAND_INS], args.registry.resolve()))
+    prompts = [p for p in load_prompts() if args.set in (None, p.part)]
+    with SkillIndex.open(str(config), db=str(args.db), cwd=str(args.db.parent)) as index:
+        index.reindex()
+        report = evaluate(index, prompts, baseline=not args.no_baseline)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

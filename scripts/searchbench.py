@@ -8,6 +8,8 @@ import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -82,51 +84,101 @@ def speed(index: SkillIndex, db: Path, count: int,
     return results
 
 
-def relevance_report(corpus: Path, size: int, work: Path) -> dict[str, Any]:
-    """Index the corpus as one root, draw the query sets, score search and the baseline."""
-    config = work / "relevance.toml"
-    config.write_text(f'[skills]\npresets = false\nvalidation = "lenient"\n\n[[roots]]\n'
-                      f'path = "{corpus}"\nprecedence = 10\nrequire_description = false\n')
-    db = work / "relevance.sqlite"
-    with SkillIndex.open(str(config), db=str(db), cwd=str(work)) as index:
-        started = time.perf_counter()
-        index.reindex()
-        indexed = time.perf_counter() - started
-        skills = relevance.load_skills(index.winners())
-        tune, held = relevance.query_sets(skills, size)
-
-        def search(text: str) -> list[str]:
-            return [hit.location for hit in index.search(text, limit=relevance.DEPTH)]
-
-        report: dict[str, Any] = {"skills": len(skills), "reindex_s": indexed,
-                                  "db_bytes": stored_bytes(db, full_text=True),
-                                  "db_bytes_without_full_text": stored_bytes(db,
-                                                                             full_text=False)}
-        try:
-            baseline: relevance.Ranker | None = relevance.bm25_baseline(skills)
-        except ImportError:
-            baseline = None  # rank-bm25 comes with the `bench` extra
-        for label, queries in (("tuning", tune), ("held_out", held)):
-            report[label] = {"search": relevance.score(search, queries)}
-            if baseline is not None:
-                report[label]["bm25_descriptions"] = relevance.score(baseline, queries)
+def relevance_report(sample: Path, registry: Path | None, public: list[Path],
+                     work: Path) -> dict[str, Any]:
+    """The prompts' figures (scripts/relevance.py) with the sample as the registry root, then
+    with every skill of the registry (`registry`: its folder, or the archive, extracted into
+    `work`), each index built afresh; the `search` process beside `python -c pass` at the
+    largest size."""
+    prompts = relevance.load_prompts()
+    folders = [("sample", sample)]
+    if registry is not None:
+        folders.append(("registry", registry if registry.is_dir() else _extracted(registry,
+                                                                                 work)))
+    report: dict[str, Any] = {"public": [str(path) for path in public], "sizes": []}
+    for label, folder in folders:
+        config = work / f"relevance-{label}.toml"
+        config.write_text(relevance.settings_text(public, folder))
+        db = work / f"relevance-{label}.sqlite"
+        with SkillIndex.open(str(config), db=str(db), cwd=str(work)) as index:
+            started = time.perf_counter()
+            index.reindex()
+            size: dict[str, Any] = {"label": label, "registry": str(folder),
+                                    "skill_files": _skill_files(folder),
+                                    "reindex_s": time.perf_counter() - started}
+            size.update(relevance.evaluate(index, prompts))
+        size["db_bytes"] = stored_bytes(db, full_text=True)
+        report["sizes"].append(size)
+    report["process"] = search_processes(config, db, work, prompts)
     return report
 
 
+def _extracted(archive: Path, work: Path) -> Path:
+    """The archive's skills, unpacked once into `work` (a folder of `<skill>/SKILL.md`)."""
+    target = work / "registry"
+    if not target.is_dir():
+        target.mkdir()
+        subprocess.run(["tar", "-xJf", str(archive), "-C", str(target)], check=True)
+    return target
+
+
+def _skill_files(folder: Path) -> int:
+    return sum(1 for entry in os.scandir(folder) if entry.is_dir())
+
+
+def search_processes(config: Path, db: Path, cwd: Path, prompts: list[relevance.Prompt],
+                     count: int = 10) -> dict[str, float]:
+    """`skillindex search` as a whole process for the first `count` held-out prompts, in
+    turn with `python -c pass`: the medians, and the worst search."""
+    base = [sys.executable, "-m", "skillindex", "--config", str(config), "--db", str(db),
+            "--cwd", str(cwd), "search"]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    chosen = [p.text for p in prompts if p.part == "held-out"][:count]
+    searches: list[float] = []
+    floors: list[float] = []
+    for text in chosen:
+        subprocess.run([*base, text], check=True, capture_output=True, env=env)
+        for argv, times in (([sys.executable, "-c", "pass"], floors), ([*base, text], searches)):
+            started = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True, env=env)
+            times.append(time.perf_counter() - started)
+    return {"search_process_s": statistics.median(searches),
+            "search_process_worst_s": max(searches),
+            "python_start_s": statistics.median(floors)}
+
+
 def relevance_table(report: dict[str, Any]) -> str:
-    lines = [f"relevance on {report['skills']:,} real skills (queries: {relevance.QUERY_WORDS} "
-             "words of a body line; MRR over the first "
-             f"{relevance.DEPTH}); database {report['db_bytes'] / 2**20:.1f} MiB, "
-             f"{report['db_bytes_without_full_text'] / 2**20:.1f} MiB without full text",
-             "| set | ranker | queries | recall@1 | recall@5 | MRR |",
-             "|---|---|---:|---:|---:|---:|"]
-    for label in ("tuning", "held_out"):
-        for ranker, figures in report[label].items():
-            lines.append(f"| {label} | {ranker} | {figures['queries']} | "
-                         f"{figures['recall@1']:.3f} | {figures['recall@5']:.3f} | "
-                         f"{figures['mrr']:.3f} |")
-    if "bm25_descriptions" not in report["tuning"]:
-        lines.append("(BM25 baseline skipped: pip install -e '.[bench]')")
+    public = ", ".join(report["public"])
+    lines = [f"relevance of {relevance.PROMPTS.name}'s prompts (R@k: the skill among the first "
+             f"k; MRR over the first {relevance.DEPTH}); public skills: {public}",
+             "| skills | set | ranker | prompts | R@1 | R@5 | MRR | catalog keeps it whole |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for size in report["sizes"]:
+        for part in relevance.SETS:
+            for ranker, label in (("search", "skillindex search"),
+                                  ("bm25", "rank-bm25, name + description")):
+                figures = size[part].get(ranker)
+                if figures is None:
+                    continue
+                kept = (f"{size[part]['catalog_kept_whole']:.2f}" if ranker == "search"
+                        else "")
+                lines.append(f"| {size['skill_files']:,} | {part} | {label} | "
+                             f"{figures['prompts']} | {figures['recall@1']:.2f} | "
+                             f"{figures['recall@5']:.2f} | {figures['mrr']:.3f} | {kept} |")
+    lines.append("")
+    lines.append("| skills | search, median | search, worst | database |")
+    lines.append("|---|---:|---:|---:|")
+    for size in report["sizes"]:
+        speed = size["speed"]
+        lines.append(f"| {size['skill_files']:,} | {speed['median_s'] * 1000:.1f} ms | "
+                     f"{speed['worst_s'] * 1000:.1f} ms | {size['db_bytes'] / 2**20:.0f} MiB |")
+    process = report["process"]
+    lines.append("")
+    lines.append(f"`skillindex search` process at {report['sizes'][-1]['skill_files']:,}: "
+                 f"median {process['search_process_s'] * 1000:.0f} ms, worst "
+                 f"{process['search_process_worst_s'] * 1000:.0f} ms; `python -c pass` "
+                 f"{process['python_start_s'] * 1000:.0f} ms (difference "
+                 f"{(process['search_process_s'] - process['python_start_s']) * 1000:.0f} ms)")
     return "\n".join(lines)
 
 
