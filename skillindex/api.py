@@ -53,7 +53,6 @@ from skillindex.model import (
     RiskFinding,
     RiskPolicy,
     RootState,
-    SearchMatch,
     SessionLevels,
     SkillCommand,
     SkillManifest,
@@ -94,6 +93,7 @@ from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
 from skillindex.store.chain import since_of
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
+from skillindex.store.fts import Ranked
 from skillindex.store.lock import OnWait, reindex_lock
 from skillindex.text import is_text, shown_name
 
@@ -505,7 +505,8 @@ class SkillIndex:
         wanted = limit * 2 + 8  # room for matches that resolution sets aside
         with self._session() as session:
             while True:
-                matches = self._matches(session, words, limit=wanted)
+                ranked = self._matches(session, words, depth=wanted)
+                matches = ranked.matches
                 # Only the candidates sharing a matched name can bear on whether it wins.
                 found = queries.candidates(session, self.index_name, self._root_paths(),
                                            names=sorted({m.name for m in matches}),
@@ -513,15 +514,15 @@ class SkillIndex:
                 # Held back by risk_policy = quarantine as the catalog and read hold them.
                 hits = search.winning_hits(
                     matches, self._withhold(resolve.resolve(found, self.plan.roots, rules)))
-                if len(hits) >= limit or len(matches) < wanted:
+                if len(hits) >= limit or ranked.complete:
                     return hits[:limit]
                 wanted *= 4
 
     def _matches(self, session: Session, words: Sequence[str], *,
-                 limit: int | None) -> list[SearchMatch]:
+                 depth: int | None) -> Ranked:
         try:
             return store_search.matches(session, self.index_name, self._root_paths(), words,
-                                        limit=limit)
+                                        depth=depth)
         except SQLAlchemyError as exc:
             raise store_error(exc, "search the index", url=self.engine.url) from exc
 
@@ -607,7 +608,8 @@ class SkillIndex:
         set_id = self._resolution_set(db)  # first: it may end the transaction
         scores = usage = None
         if words is not None:
-            scores = {m.candidate_id: m.score for m in self._matches(db, words, limit=None)}
+            scores = {m.candidate_id: m.score
+                      for m in self._matches(db, words, depth=None).matches}
         elif since is not None:
             usage = store_usage.load_counts(db, self.index_name, since)
         if set_id is not None:

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 from skillindex.cli import cli
 from skillindex.query import oneshot
 from skillindex.query.search import SearchHit
-from skillindex.store import fts
 from tests.conftest import write_skill
 from tests.test_oneshot import Setup
 from tests.test_oneshot import setup as setup  # noqa: PLC0414 (the fixture)
@@ -60,9 +59,7 @@ def test_names_in_two_roots_give_the_winners_only(crowd: Setup) -> None:
     assert str(crowd.root) in str(hits[0]["location"])  # the higher root's copy
 
 
-def test_common_words_past_the_budget_still_fill_the_limit(
-        crowd: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fts, "MATCH_BUDGET", 5)
+def test_common_words_still_fill_the_limit(crowd: Setup) -> None:
     hits = shown(quick(crowd, "pdf form chart", limit=4))
     assert len(hits) == 4
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -187,7 +188,7 @@ def test_words_that_match_nothing_find_nothing(open_index: OpenIndex, library: P
 def test_the_search_text_is_each_word_once(open_index: OpenIndex, db_url: str,
                                             tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    body = ("# Setup\n\n" + "Run the Setup script, then run it again. " * 30
+    body = ("# Setup\n\n" + "Run the Setup script, then run it again. " * 10
             + "\n```\nfenced words stay out\n```\nLast: zebra.\n")
     write_skill(root, "tool", "name: tool\ndescription: A tool.\ntags: [Setup, chores]\n",
                 body=body)
@@ -212,37 +213,19 @@ def crowd(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_rare_word_keeps_the_search_exact(open_index: OpenIndex, crowd: Path) -> None:
-    # On both backends: a search's cost follows its rare words.
+def test_every_match_is_ranked(open_index: OpenIndex, crowd: Path) -> None:
     index = open_index(crowd)
     index.reindex()
     with Session(index.engine) as session:
         found = store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
-                                     limit=None, budget=4)
-        # The common word would pass the budget: only the rare one is searched.
-        assert [m.name for m in found] == ["a-rare"]
-        assert len(store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
-                                        limit=None, budget=14)) == 13
-
-
-def test_common_words_score_only_the_first_matches(open_index: OpenIndex,
-                                                  crowd: Path) -> None:
-    index = open_index(crowd)
-    index.reindex()
-    with Session(index.engine) as session:
-        ids = {name: cid for cid, name in session.execute(text("SELECT id, name FROM candidate"))}
-        oldest = sorted(ids.values())[:4]
-        assert ids["a-rare"] in oldest  # so the longest word, not the first, decides
-        found = store_search.matches(session, "default", [str(crowd)], ["words", "common"],
-                                     limit=None, budget=4)
-        assert sorted(m.candidate_id for m in found) == oldest
-
-
-def test_a_search_of_common_words_still_fills_its_limit(
-        open_index: OpenIndex, crowd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fts, "MATCH_BUDGET", 4)
-    index = open_index(crowd)
-    index.reindex()
+                                     depth=None)
+        assert found.complete
+        assert [m.name for m in found.matches][:1] == ["a-rare"]
+        assert len(found.matches) == 13
+        # The best two of the whole index, and more to come.
+        best = store_search.matches(session, "default", [str(crowd)], ["common", "rarity"],
+                                    depth=2)
+        assert [m.name for m in best.matches][:1] == ["a-rare"] and not best.complete
     assert len(_names(index, "common words", limit=3)) == 3
     assert len(index.catalog(query="common words").entries) == 13
 
@@ -268,7 +251,7 @@ def test_the_migration_turns_stored_text_into_words(db_url: str, tmp_path: Path)
         stored = session.execute(text("SELECT search_text FROM candidate")).scalar_one()
         assert stored == "fill the form it then sign"
         assert [m.candidate_id for m in store_search.matches(
-            session, "default", ["/skills"], ["sign"], limit=None)] == [7]
+            session, "default", ["/skills"], ["sign"], depth=None).matches] == [7]
     migrate.downgrade(engine, "0007")
     migrate.upgrade(engine)
     assert migrate.current(engine) == migrate.HEAD
@@ -363,3 +346,100 @@ def test_the_search_text_reads_a_body_only_as_far_as_it_counts() -> None:
     # Fenced code is skipped, whatever its fence's indent.
     words = (search_text(None, "intro\n  ```sh\nsecret command\n  ```\noutro\n") or "").split()
     assert words == ["intro", "outro"]
+
+
+@pytest.fixture(scope="module")
+def common_words(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4,010 skills: ten hold both words of the query, the rest one of them each, so that each
+    word is held by more than 2,000 skills. The ten are written last, so they have the highest
+    candidate ids: no search may find them by the order of the index."""
+    root = tmp_path_factory.mktemp("common") / "skills"
+    for number in range(2_000):
+        write_skill(root, f"a-{number:04d}", description="Prepares a quarterly report.")
+        write_skill(root, f"b-{number:04d}", description="Runs an export of the data.")
+    for number in range(10):
+        write_skill(root, f"z-{number:02d}", description="Builds the report, then its export.")
+    return root
+
+
+def test_a_query_of_common_words_ranks_skills_holding_all_of_them_first(
+        open_index: OpenIndex, common_words: Path) -> None:
+    index = open_index(common_words)
+    index.reindex()
+    assert sorted(_names(index, "report export", limit=10)) == [f"z-{n:02d}" for n in range(10)]
+    catalog = index.catalog(query="export and report", format="json", max_chars=2_000)
+    assert {entry.name for entry in catalog.entries[:10]} == {f"z-{n:02d}" for n in range(10)}
+
+
+PARITY_WORDS = ("chart", "charts", "charting", "test", "tests", "testing", "deploy", "report",
+                "export", "pdf", "form", "forms", "server", "api", "kubernetes", "invoice",
+                "schedule", "backup", "translate", "python", "typescript", "review")
+
+
+@pytest.fixture(scope="module")
+def parity_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sixty skills of mixed words, stems, punctuation, other fields and body text."""
+    chosen = random.Random(26)
+    root = tmp_path_factory.mktemp("parity") / "skills"
+    for number in range(60):
+        name = f"{chosen.choice(PARITY_WORDS)}-{number:02d}"
+        words = [chosen.choice(PARITY_WORDS) for _ in range(chosen.randrange(3, 12))]
+        description = f"{', '.join(words[:3])}: {' '.join(words[3:])}. Use for {words[0]}."
+        body = (f"# {chosen.choice(PARITY_WORDS).title()} guide\n\n"
+                + " ".join(chosen.choice(PARITY_WORDS) for _ in range(chosen.randrange(40)))
+                + "\n")
+        write_skill(root, name, f"name: {name}\ndescription: \"{description}\"\n"
+                    f"tags: [{chosen.choice(PARITY_WORDS)}]\n", body=body)
+    return root
+
+
+def test_both_backends_rank_alike(parity_tree: Path, pg_url: str, tmp_path: Path,
+                                  env: Environment) -> None:
+    """The same skills, the same BM25: the same winners in the same order, with scores
+    equal to within 1e-5 (PostgreSQL's `ts_rank_cd` is single precision)."""
+    ranked: dict[str, list[list[tuple[str, float]]]] = {}
+    for label, db in (("sqlite", str(tmp_path / "parity.sqlite")), ("postgresql", pg_url)):
+        with SkillIndex.open(root_settings(parity_tree), db=db, env=env) as index:
+            index.reindex()
+            ranked[label] = [[(hit.name, hit.score) for hit in index.search(query, limit=20)]
+                             for query in ("chart", "testing the api server", "pdf forms",
+                                           "deploy kubernetes report", "Translate; invoices!",
+                                           "charting tests guide", "backup-schedule")]
+    for lite, pg in zip(ranked["sqlite"], ranked["postgresql"], strict=True):
+        assert [name for name, _ in lite] == [name for name, _ in pg]
+        assert [score for _, score in lite] == pytest.approx([s for _, s in pg], rel=1e-5)
+        assert lite
+
+
+def test_function_words_are_not_looked_up_unless_they_are_all(open_index: OpenIndex,
+                                                             tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf-forms", description="Fill in PDF forms.")
+    write_skill(root, "chatter", description="It is what it is, and this is how it is done.")
+    index = open_index(root)
+    index.reindex()
+    assert _names(index, "how do I fill in a pdf form, and what is it for?") == ["pdf-forms"]
+    assert _names(index, "how is it done") == ["chatter"]  # nothing else to look for
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"])
+def test_the_totals_bm25_reads_follow_every_write(open_index: OpenIndex, db_url: str,
+                                                  tmp_path: Path) -> None:
+    root, other = tmp_path / "skills", tmp_path / "other"
+    for number in range(5):
+        write_skill(root, f"tool-{number}", description="Reads " + "words " * number)
+    write_skill(other, "elsewhere", description="Another root, another index.")
+    index = open_index(root)
+    index.reindex()
+    open_index(other, index="second").reindex()
+    write_skill(root, "tool-1", description="Now a longer description than it had before.")
+    (root / "tool-3" / "SKILL.md").unlink()
+    (root / "tool-3").rmdir()
+    index.reindex()
+    engine = make_engine(db_url)
+    with engine.connect() as connection:
+        totals = connection.execute(text("SELECT candidates, words FROM search_total")).one()
+        counted = connection.execute(text(
+            "SELECT count(*), sum(search_length) FROM candidate")).one()
+    engine.dispose()
+    assert tuple(totals) == tuple(counted) and totals[0] == 5

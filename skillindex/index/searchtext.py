@@ -9,10 +9,10 @@ from typing import Any
 _SKIPPED_KEYS = frozenset({"name", "description", "license", "version", "allowed-tools",
                            "enabled", "disable-model-invocation", "user-invocable"})
 FIELD_CHARS = 2_000  # of other frontmatter values
-# Of the body's headings (up to a third) and opening prose. On 2,049 public skills, with queries
-# taken from the bodies, the words of 1,500 characters lift MRR from 0.25 (no body) to 0.66
-# (scripts/bench.py relevance, tuning set; docs/decisions.md).
-BODY_CHARS = 1_500
+# Of the body's headings (up to a third) and opening prose. On the tuning prompts over the whole
+# registry, 500 characters lift MRR from 0.76 (no body) to 0.81; 1,000 to 3,000 did no better
+# and cost more time per search (scripts/relevance.py; docs/decisions.md).
+BODY_CHARS = 500
 _WORD = re.compile(r"[^\W_]+")
 
 

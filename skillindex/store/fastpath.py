@@ -168,8 +168,9 @@ def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequen
     def read(set_id: int) -> list[tuple[float, Any]]:
         wanted = limit * 2 + 8  # room for matches that are not winners
         while True:
-            matches = fts.matches(run, index_name, roots, terms, limit=wanted,
-                                  weights=fts.DEFAULT_WEIGHTS, budget=fts.MATCH_BUDGET)
+            ranked = fts.matches(run, index_name, roots, terms, depth=wanted,
+                                 weights=fts.DEFAULT_WEIGHTS)
+            matches = ranked.matches
             ids = ", ".join(str(match.candidate_id) for match in matches) or "NULL"
             won: dict[int, list[Any]] = {}
             for row in connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
@@ -177,7 +178,7 @@ def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequen
                 won.setdefault(row[0], []).append(row)
             hits = [(match.score, row) for match in matches
                     for row in won.get(match.candidate_id, ())]
-            if len(hits) >= limit or len(matches) < wanted:
+            if len(hits) >= limit or ranked.complete:
                 return hits[:limit]
             wanted *= 4
 

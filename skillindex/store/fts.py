@@ -1,5 +1,5 @@
-"""Full-text matching on SQLite (FTS5) through any driver: SQL text with `:name` parameters and
-the choice of terms a search can afford, run by a callable that executes one statement.
+"""Full-text matching on SQLite (FTS5) through any driver: SQL text with `:name` parameters,
+run by a callable that executes one statement.
 
 store/search.py runs it through SQLAlchemy; the one-shot `search` (query/oneshot.py) through
 sqlite3, without importing SQLAlchemy. Both therefore match exactly the same candidates.
@@ -30,83 +30,49 @@ class Weights:
 
 DEFAULT_WEIGHTS = Weights()
 
-# FTS5 ranks its own matches first (joining before would score each row through the join), then
-# the roots of this directory and the accepted status are applied. `:bound` caps the rowids a
-# search of only common words scores (see affordable; store/search.py does the same on
-# PostgreSQL).
+# FTS5's bm25 scores every match of any of the words (its idf and document lengths are those of
+# the whole table), and its best :depth are kept before anything is joined: a join first would
+# cost a lookup of every match. Each says whether it is of these roots and accepted, so that a
+# caller knows both what it found and whether there may be more (see Ranked).
 MATCHES = """
-    SELECT c.id, c.name, m.score
+    SELECT m.id, c.name, m.score,
+           r.index_name = :index_name AND r.path IN ({paths}) AND c.status = 'accepted'
     FROM (SELECT rowid AS id, -bm25(candidate_fts, :w_name, :w_description, :w_text) AS score
-          FROM candidate_fts WHERE candidate_fts MATCH :match AND rowid <= :bound) m
+          FROM candidate_fts WHERE candidate_fts MATCH :match
+          ORDER BY score DESC, rowid LIMIT :depth) m
     JOIN candidate c ON c.id = m.id
     JOIN root r ON r.id = c.root_id
-    WHERE r.index_name = :index_name AND r.path IN ({paths}) AND c.status = 'accepted'
-    ORDER BY m.score DESC, c.id
-    LIMIT :limit
+    ORDER BY m.score DESC, m.id
 """
-# How many skills hold a word, counted no further than :cap: the walk stops there, so a word
-# every skill holds costs as little to look up as a rare one.
-COUNT = """
-    SELECT count(*) FROM (SELECT 1 FROM candidate_fts WHERE candidate_fts MATCH :match
-                          LIMIT :cap)
-"""
-# The rowid of the :offset-th match (from 0), in the index's own (rowid) order.
-NTH = """
-    SELECT rowid FROM candidate_fts WHERE candidate_fts MATCH :match LIMIT 1 OFFSET :offset
-"""
-# Scoring a match costs FTS5 a read of its positions and sizes (a few microseconds), and bm25
-# weighs each word by counting all its matches: a word most skills hold would make one search
-# score them all. Words are taken rarest first until this many matches, so a search's cost
-# follows its rare words (a common word adds little to a BM25 score). The price is relevance in
-# a very large index, where a query's words are mostly common: see docs/decisions.md.
-MATCH_BUDGET = 2_000
-# When even the rarest word matches more than MATCH_BUDGET skills, no ranking of all its matches
-# is affordable: the longest word (long words are the rarer ones) is searched alone, and only its
-# first COMMON_MATCHES matches in the index's order (oldest first) are scored.
-COMMON_MATCHES = 500
-_UNBOUNDED = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """The matches of these roots among the `depth` best of the whole index, best first, and
+    whether they are all there are: fewer than `depth` matched, or no depth was set."""
+
+    matches: list[SearchMatch]
+    complete: bool
 
 
 def matches(run: Run, index_name: str, paths: Sequence[str], terms: Sequence[str], *,
-            limit: int | None, weights: Weights, budget: int) -> list[SearchMatch]:
-    """The accepted candidates of these roots matching any of the affordable terms, best
-    first. Terms must be runs of letters and digits: they are quoted here, never parsed."""
+            depth: int | None, weights: Weights) -> Ranked:
+    """The accepted candidates of these roots among the `depth` best matches of any of the
+    terms (every match when None), best first. Terms must be runs of letters and digits:
+    they are quoted here, never parsed."""
     if not terms or not paths:
-        return []
-    kept, bound = affordable(
-        lambda term, cap: _one(run(COUNT, {"match": any_of([term]), "cap": cap})),
-        lambda term, offset: _one(run(NTH, {"match": any_of([term]), "offset": offset})),
-        terms, budget)
+        return Ranked([], True)
     names = [f"p{n}" for n in range(len(paths))]
     statement = MATCHES.format(paths=", ".join(f":{name}" for name in names))
     params: dict[str, Any] = {
-        "index_name": index_name, "limit": -1 if limit is None else limit,
-        "match": any_of(kept), "bound": bound, "w_name": weights.name,
+        "index_name": index_name, "depth": -1 if depth is None else depth,
+        "match": any_of(terms), "w_name": weights.name,
         "w_description": weights.description, "w_text": weights.text,
         **dict(zip(names, paths, strict=True))}
-    return [SearchMatch(int(cid), str(name), float(score))
-            for cid, name, score in run(statement, params)]
-
-
-def affordable(count: Callable[[str, int], int], nth: Callable[[str, int], int],
-               terms: Sequence[str], budget: int) -> tuple[list[str], int]:
-    """The rarest terms whose matches add up to at most `budget` (always the rarest one), and
-    the highest candidate id worth scoring; see COMMON_MATCHES for a query of common words
-    only. Either backend says how many candidates hold a term, counted no further than a cap
-    (`count(term, cap)`), and which id is a term's match at an offset, oldest first
-    (`nth(term, offset)`), so both choose the same terms."""
-    documents = {term: count(term, budget + 1) for term in terms}
-    kept: list[str] = []
-    total = 0
-    for term in sorted(terms, key=documents.__getitem__):
-        if kept and total + documents[term] > budget:
-            break
-        kept.append(term)
-        total += documents[term]
-    if total <= budget:
-        return kept, _UNBOUNDED
-    longest = max(terms, key=len)
-    return [longest], nth(longest, min(budget, COMMON_MATCHES) - 1)
+    rows = list(run(statement, params))
+    return Ranked([SearchMatch(int(cid), str(name), float(score))
+                   for cid, name, score, ours in rows if ours],
+                  depth is None or len(rows) < depth)
 
 
 def _one(rows: Iterable[Sequence[Any]]) -> int:

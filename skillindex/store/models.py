@@ -36,8 +36,10 @@ NAMING_CONVENTION = {
 
 
 # The full-text index is dialect-specific and lives outside the models: an FTS5 table (and its
-# shadow tables) on SQLite, a generated tsvector column with its GIN index on PostgreSQL.
-FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector"})
+# shadow tables) on SQLite; on PostgreSQL generated tsvector and length columns, their GIN
+# index and the table of totals BM25 reads (migration 0010).
+FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector",
+                               "search_length", "search_total"})
 # So is the audit chain's lock on PostgreSQL (a row per index, migration 0009).
 AUDIT_LOCK_OBJECTS = frozenset({"load_event_lock"})
 
