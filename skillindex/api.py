@@ -25,16 +25,12 @@ from skillindex.config import (
     load_settings,
 )
 from skillindex.errors import (
-    CommandsDisabledError,
     ConfigError,
-    QuarantinedError,
-    SkillIndexError,
     SkillNotFoundError,
     StoreError,
 )
 from skillindex.index import indexer, parallel, risk
 from skillindex.index.indexer import Progress
-from skillindex.index.scanner import ENTRY
 from skillindex.model import (
     AUDIT_OUTCOMES,
     Approval,
@@ -49,7 +45,6 @@ from skillindex.model import (
     IndexReport,
     Level,
     Listing,
-    ManifestFile,
     RiskFinding,
     RiskPolicy,
     RootState,
@@ -61,9 +56,11 @@ from skillindex.model import (
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, plan_roots
+from skillindex.query import command as command_flow
 from skillindex.query import (
     disclose,
     lockfile,
+    lookup,
     modes,
     resolve,
     search,
@@ -71,6 +68,7 @@ from skillindex.query import (
     trust,
     winners,
 )
+from skillindex.query import read as read_flow
 from skillindex.query.catalog import (
     FORMATS,
     Catalog,
@@ -84,8 +82,10 @@ from skillindex.query.catalog import budget as catalog_budget
 from skillindex.query.catalog import build as build_catalog
 from skillindex.query.catalog import empty as empty_catalog
 from skillindex.query.contextfiles import find_context_files
+from skillindex.query.library import Library
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.quick import catalog_key, usage_since
+from skillindex.query.reader import Here
 from skillindex.query.resolve import Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
 from skillindex.store import audit, grants, migrate, queries, resolved, served
@@ -95,7 +95,7 @@ from skillindex.store.chain import since_of
 from skillindex.store.engine import IMMEDIATE, make_engine, store_error
 from skillindex.store.fts import Ranked
 from skillindex.store.lock import OnWait, reindex_lock
-from skillindex.text import is_text, shown_name
+from skillindex.text import shown_name
 
 CATALOG_PUBLISHED = "catalog.published"
 
@@ -109,6 +109,8 @@ class SkillIndex:
         self.engine = engine
         self.url = url
         self._plan: RootPlan | None = None
+        self._store = Library(engine, settings.index_name,
+                              audit_lock_timeout=settings.audit_lock_timeout)
 
     @classmethod
     def open(cls, config: Settings | str | Path | None = None, *, db: str | None = None,
@@ -152,6 +154,10 @@ class SkillIndex:
         if self._plan is None:
             self._plan = plan_roots(self.settings, self.env)
         return self._plan
+
+    @property
+    def _here(self) -> Here:
+        return Here.of(self.settings, self.plan.roots)
 
     def _root_paths(self) -> list[str]:
         return [str(spec.path) for spec in self.plan.roots]
@@ -364,89 +370,21 @@ class SkillIndex:
         with self._session() as session:
             found = queries.candidates(session, self.index_name, self._root_paths(),
                                        all_findings=all_findings)
-        return self._withhold(resolve.resolve(found, self.plan.roots,
-                                              resolve.Rules.from_settings(self.settings)))
+        return lookup.withheld(self._store, self._here, resolve.resolve(
+            found, self.plan.roots, resolve.Rules.from_settings(self.settings)))
 
     def winners(self) -> list[Winner]:
         """The skills the catalog is built from, in precedence order, under their catalog names."""
         return list(self.iter_winners())
 
-    def _resolution_of(self, name: str, *, all_findings: bool = True) -> Resolution:
-        """The resolution of one name, from the candidates that can bear on it alone.
-
-        A qualified catalog name (`user:pdf`, `kit:pdf`) stands for what follows its first
-        colon, so both spellings are loaded; names of other skills do not change the outcome
-        (except a qualified name avoiding one declared elsewhere, which only the full
-        resolution sees).
-        """
-        return self._resolution_of_names([name], all_findings=all_findings)
-
-    def _resolution_of_names(self, wanted: Iterable[str], *,
-                             all_findings: bool = True) -> Resolution:
-        names = set()
-        for name in wanted:
-            if not is_text(name):  # bytes that are not UTF-8 (from argv): no skill has that name
-                continue
-            names.add(name)
-            if ":" in name:
-                names.add(name.split(":", 1)[1])
-        with self._session() as session:
-            found = queries.candidates(session, self.index_name, self._root_paths(),
-                                       names=sorted(names), all_findings=all_findings)
-        return resolve.resolve(found, self.plan.roots, resolve.Rules.from_settings(self.settings))
-
-    def _withhold(self, resolution: Resolution) -> Resolution:
-        """The resolution without the winners that risk_policy = quarantine holds back."""
-        policies = {str(spec.path): spec.risk_policy for spec in self.plan.roots}
-        quarantining = [w for w in resolution.winners
-                        if policies.get(str(w.candidate.root)) is RiskPolicy.QUARANTINE]
-        if not quarantining:
-            return resolution  # the default, warn: no query at all
-        with self._session() as session:
-            risky = queries.risk_findings(session, [w.candidate.id for w in quarantining],
-                                          risk.CODES)
-            if not risky:
-                return resolution
-            manifests = queries.manifest_files(session, list(risky))
-            approved = queries.approvals(session, self.index_name,
-                                         [w.name for w in quarantining if w.candidate.id in risky])
-        digests = {cid: trust.manifest_digest(manifests.get(cid, ())) for cid in risky}
-        return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky,
-                                                      digests, approved))
-
-    def _stored_winners(self, names: Iterable[str]) -> dict[str, Winner] | None:
-        """The winners among `names`, looked up in the stored resolution; None when there is
-        none to look in (risk_policy = quarantine, a read-only database that has none yet)."""
-        if self._quarantining:
-            return None
-        with self._session() as session:
-            set_id = self._resolution_set(session)
-            if set_id is None:
-                return None
-            reader = winners.Reader(session, set_id, self.plan.roots)
-            found = (reader.winner(name) for name in names if is_text(name))
-            return {winner.name: winner for winner in found if winner is not None}
-
     def winner(self, name: str) -> Winner:
         """The candidate `name` (a catalog name) stands for; SkillNotFoundError when none,
         QuarantinedError when risk_policy = quarantine holds it back."""
-        stored = self._stored_winners([name])
-        if stored is not None:
-            if name in stored:
-                return stored[name]
-            raise SkillNotFoundError(shown_name(name), hint=self.staleness())
-        resolution = self._withhold(self._resolution_of(name, all_findings=False))
-        for winner in resolution.winners:
-            if winner.name == name:
-                return winner
-        held = trust.held_verdict(resolution, name)
-        if held is not None:
-            raise QuarantinedError(f"skill {name} is {held.reason}", skill=name)
-        raise SkillNotFoundError(shown_name(name), hint=self.staleness())
+        return lookup.winner(self._store, self._here, name)
 
     def trust(self, name: str, *, note: str | None = None) -> Approval:
         """Approve the skill `name` as its content is now; any later change revokes it."""
-        resolution = self._resolution_of(name, all_findings=False)
+        resolution = lookup.resolution_of(self._store, self._here, [name], all_findings=False)
         winner = next((w for w in resolution.winners if w.name == name), None)
         if winner is None:
             raise SkillNotFoundError(name)
@@ -484,7 +422,9 @@ class SkillIndex:
 
     def explain(self, name: str) -> Explanation:
         """Every candidate for `name` with its outcome and the reason; NotFound when none."""
-        explanation = resolve.explain(self._withhold(self._resolution_of(name)), name)
+        here = self._here
+        explanation = resolve.explain(lookup.withheld(
+            self._store, here, lookup.resolution_of(self._store, here, [name])), name)
         if explanation is None:
             raise SkillNotFoundError(shown_name(name), hint=self.staleness())
         if explanation.winner is None:
@@ -513,7 +453,8 @@ class SkillIndex:
                                            all_findings=False)
                 # Held back by risk_policy = quarantine as the catalog and read hold them.
                 hits = search.winning_hits(
-                    matches, self._withhold(resolve.resolve(found, self.plan.roots, rules)))
+                    matches, lookup.withheld(self._store, self._here,
+                                             resolve.resolve(found, self.plan.roots, rules)))
                 if len(hits) >= limit or ranked.complete:
                     return hits[:limit]
                 wanted *= 4
@@ -632,41 +573,6 @@ class SkillIndex:
         """The `context_files` found in cwd and its ancestors (looked up now, not indexed)."""
         return find_context_files(context_dirs(self.env), self.settings.context_files)
 
-    def _skill(self, name: str) -> Candidate:
-        """The skill a catalog name stands for here, as the discovery policy resolves it."""
-        return self.winner(name).candidate
-
-    def _locate(self, options: Sequence[disclose.SkillRef]) -> tuple[disclose.SkillRef, Candidate]:
-        """The first reading of a URI whose skill path names a skill here (longest first)."""
-        if len(options) == 1:
-            return options[0], self._skill(options[0].name)
-        names = {ref.name for ref in options}
-        stored = self._stored_winners(names)
-        if stored is not None:
-            for ref in options:
-                if ref.name in stored:
-                    return ref, stored[ref.name].candidate
-            raise SkillNotFoundError(shown_name(options[-1].name))
-        resolution = self._withhold(self._resolution_of_names(names, all_findings=False))
-        winners = {w.name: w.candidate for w in resolution.winners if w.name in names}
-        for ref in options:
-            if ref.name in winners:
-                return ref, winners[ref.name]
-            held = trust.held_verdict(resolution, ref.name)
-            if held is not None:
-                raise QuarantinedError(f"skill {ref.name} is {held.reason}", skill=ref.name)
-        raise SkillNotFoundError(shown_name(options[-1].name))
-
-    def _read_rules(self, candidate: Candidate) -> disclose.ReadRules:
-        """What the candidate's root allows a read (its settings as they are now)."""
-        return disclose.ReadRules.of_root(candidate.root, self.plan.roots,
-                                          allow_hardlinks=self.settings.allow_hardlinks,
-                                          max_file_bytes=self.settings.max_file_bytes)
-
-    def _manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
-        with self._session() as session:
-            return queries.manifest_file(session, candidate_id, rel_path)
-
     def manifests(self, winners: Sequence[Winner]) -> list[SkillManifest]:
         """The stored manifests of these winners, in one pass; no file is read.
 
@@ -727,30 +633,7 @@ class SkillIndex:
 
         The store sets its time and links it to the chain of this index.
         """
-        try:
-            with self.engine.connect() as connection:
-                # SQLite: the write lock from BEGIN on, so reading the chain's head and
-                # appending after it cannot interleave with another process's append.
-                connection.execution_options(**IMMEDIATE)
-                with Session(connection) as session, session.begin():
-                    audit.append(session, self.index_name, record,
-                                 lock_timeout=self.settings.audit_lock_timeout)
-        except SQLAlchemyError as exc:
-            raise store_error(exc, "write the audit log", url=self.engine.url) from exc
-
-    @contextmanager
-    def _audited(self, attempt: disclose.Attempt, *, reason: str | None,
-                 session: str | None) -> Iterator[None]:
-        # The row is written before the caller gets anything: nothing is disclosed unaudited.
-        outcome = "error"
-        try:
-            yield
-            outcome = disclose.OK
-        except SkillIndexError as exc:
-            outcome = exc.outcome
-            raise
-        finally:
-            self._append_event(attempt.record(outcome=outcome, reason=reason, session=session))
+        self._store.append(record)
 
     def read(self, uri: str, *, reason: str | None = None, session: str | None = None,
              max_bytes: int | None = None) -> Disclosure:
@@ -759,15 +642,8 @@ class SkillIndex:
         The bytes are read once, checked against the index and audited; a file of exactly
         `max_bytes` bytes is returned, a larger one refused.
         """
-        if max_bytes is not None and max_bytes < 0:
-            raise ConfigError(f"max_bytes must be 0 or more, not {max_bytes}")
-        attempt = disclose.Attempt.of_uri(uri)
-        with self._audited(attempt, reason=reason, session=session):
-            ref, candidate = self._locate(disclose.parse_uri_options(uri))
-            attempt.aim(ref)
-            expected = self._manifest_file(candidate.id, ref.file)
-            return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
-                                     attempt=attempt, rules=self._read_rules(candidate))
+        return read_flow.read(self._store, self._here, uri, reason=reason, session=session,
+                              max_bytes=max_bytes)
 
     def read_stored(self, uri: str, ref: disclose.SkillRef, resolution: str | None, *,
                     reason: str | None = None, session: str | None = None) -> Disclosure:
@@ -776,38 +652,14 @@ class SkillIndex:
         and the bytes are verified and the attempt audited exactly as `read` does. When a
         reindex has dropped that resolution since (or there was none), the URI is resolved
         again, as `read` resolves it."""
-        attempt = disclose.Attempt.of_uri(uri)
-        with self._audited(attempt, reason=reason, session=session):
-            found = None
-            if resolution is not None:
-                try:
-                    with self.engine.connect() as connection:
-                        found = served.winner_file(connection, self.index_name, resolution,
-                                                   ref.name, ref.file)
-                except SQLAlchemyError as exc:
-                    raise store_error(exc, "read the index", url=self.engine.url) from exc
-            if found is not None:
-                candidate, expected = found
-            else:
-                ref, candidate = self._locate(disclose.parse_uri_options(uri))
-                expected = self._manifest_file(candidate.id, ref.file)
-            attempt.aim(ref)
-            return disclose.disclose(uri, ref, candidate, expected, max_bytes=None,
-                                     attempt=attempt, rules=self._read_rules(candidate))
+        return read_flow.read_published(self._store, self._here, uri, ref, resolution,
+                                        reason=reason, session=session)
 
     def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,
                       session: str | None = None, reason: str | None = None) -> SkillCommand:
         """The message `/skill:<name> [args]` sends: the verified body, its path, the arguments."""
-        joined = disclose.command_args(args)
-        attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
-        with self._audited(attempt, reason=reason, session=session):
-            if not self.settings.enable_skill_commands:
-                raise CommandsDisabledError(
-                    "skill commands are switched off (enable_skill_commands = false)", skill=name)
-            candidate = self._skill(name)
-            expected = self._manifest_file(candidate.id, ENTRY)
-            return disclose.skill_command(candidate, expected, joined, attempt=attempt,
-                                          rules=self._read_rules(candidate))
+        return command_flow.command(self._store, self._here, name, args, session=session,
+                                    reason=reason)
 
     def verify(self) -> VerifyReport:
         """Hash every indexed file of this directory's roots again and report any drift.

@@ -3,9 +3,10 @@ through sqlite3, without SQLAlchemy.
 
 Each function returns what the `SkillIndex` method of the same name would, or None when the
 request needs the full path: not a plain SQLite file, another schema, no stored resolution for
-these roots, a root that quarantines risky skills, a name that does not win, a database error
-before anything is disclosed, anything for a reindex to write but its run. The full path then
-answers, and reports errors, as it always does.
+these roots, a root that quarantines risky skills, a database error before anything is
+disclosed, anything for a reindex to write but its run. The full path then answers, and reports
+errors, as it always does. A read and a /skill: message run the library's own flow
+(query/read.py, query/command.py) with this path's store, `Fast`.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from typing import TypeVar
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
-from skillindex.index.skilldir import ENTRY
 from skillindex.model import (
     AUDIT_OUTCOMES,
     AuditEvent,
+    AuditRecord,
     Candidate,
     Disclosure,
     IndexReport,
-    Level,
     ManifestFile,
     RiskPolicy,
     RootSpec,
@@ -37,7 +37,11 @@ from skillindex.model import (
     SkillCommand,
 )
 from skillindex.providers import plan_roots
+from skillindex.query import command as command_flow
 from skillindex.query import disclose, staleness
+from skillindex.query import read as read_flow
+from skillindex.query.lookup import Found, Risky
+from skillindex.query.reader import Here, Unanswered
 from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_collision
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
@@ -50,7 +54,9 @@ KeyOf = Callable[[fastpath.RootRuns], str]
 
 
 @dataclass(frozen=True, slots=True)
-class _Here:
+class _Setup:
+    """The settings, the environment and the SQLite file of one command."""
+
     settings: Settings
     env: Environment
     path: str  # the SQLite file
@@ -60,8 +66,8 @@ class _Here:
         return self.settings.index_name
 
 
-def _here(config: str | Path | None, db: str | None, cwd: str | Path | None,
-          index: str | None) -> _Here | None:
+def _setup(config: str | Path | None, db: str | None, cwd: str | Path | None,
+          index: str | None) -> _Setup | None:
     try:
         env = Environment.from_os(cwd=cwd)
         path = fastpath.sqlite_file(database_url(db, env))
@@ -72,107 +78,104 @@ def _here(config: str | Path | None, db: str | None, cwd: str | Path | None,
             settings = replace(settings, index_name=check_index_name(index))
     except SkillIndexError:
         return None  # the full path reports it
-    return _Here(settings, env, path)
+    return _Setup(settings, env, path)
 
 
-def _key_of(here: _Here, roots: Sequence[RootSpec]) -> KeyOf | None:
+def _key_of(setup: _Setup, roots: Sequence[RootSpec]) -> KeyOf | None:
     """How the stored resolution of these roots is named, given their runs; None where a
     root quarantines: what is withheld depends on approvals, so no resolution is stored."""
     if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
         return None
-    rules = Rules.from_settings(here.settings)
+    rules = Rules.from_settings(setup.settings)
     return lambda runs: set_key(runs, roots, rules)
 
 
-def _winner(connection: Connection, here: _Here, roots: Sequence[RootSpec],
-            wanted: Sequence[tuple[str, str]]) -> tuple[int, Candidate, ManifestFile | None] | None:
-    """The first (name, file) of `wanted` whose name wins here, with its candidate and the
-    file's manifest row, from the stored resolution of these roots."""
-    key_of = _key_of(here, roots)
-    if key_of is None:
-        return None
-    found = fastpath.stored_winner(connection, here.index_name, [str(s.path) for s in roots],
-                                   key_of, wanted)
-    if found is None:
-        return None
-    place, row, expected = found
-    candidate = candidate_of(row[2:], {})
-    specs = {spec.path: spec for spec in roots}
-    return place, rebase(candidate, specs.get(candidate.root)), expected
-
-
-def _from_stored_set(here: _Here, read: Callable[[Connection, list[str], KeyOf], T | None],
+def _from_stored_set(setup: _Setup, read: Callable[[Connection, list[str], KeyOf], T | None],
                      ) -> tuple[T, Sequence[RootSpec]] | None:
     """What `read` finds in the stored resolution of this directory's roots (given the
     connection, the roots' paths and the resolution's key of their runs), with the roots;
     None where no stored resolution applies: a root that quarantines, no index at this
     schema, nothing stored for these roots and settings."""
-    roots = plan_roots(here.settings, here.env).roots
-    key_of = _key_of(here, roots)
+    roots = plan_roots(setup.settings, setup.env).roots
+    key_of = _key_of(setup, roots)
     if key_of is None:
         return None
-    with fastpath.opened(here.path) as connection:
+    with fastpath.opened(setup.path) as connection:
         if connection is None:
             return None
         found = read(connection, [str(spec.path) for spec in roots], key_of)
     return None if found is None else (found, roots)
 
 
-def _audited(connection: Connection, here: _Here, attempt: disclose.Attempt, *,
-             reason: str | None, session: str | None, act: Callable[[], T]) -> T | None:
-    """`act()`, then its audit row, as `SkillIndex._audited` writes it; None, with nothing
-    handed over, when the row cannot be written (the full path then tries again and reports)."""
-    def logged(outcome: str) -> bool:
-        record = attempt.record(outcome=outcome, reason=reason, session=session)
-        return fastpath.append_event(connection, here.index_name, record)
+class Fast:
+    """The fast path's store: one sqlite3 connection to a SQLite index at the current schema.
 
-    try:
-        result = act()
-    except SkillIndexError as exc:
-        if not logged(exc.outcome):
+    It answers a lookup only with a winner of the stored resolution, and raises Unanswered for
+    everything else: no resolution stored, a root that quarantines, a name that does not win
+    (the library then reports it, with its hint, and audits it)."""
+
+    def __init__(self, connection: Connection, index_name: str) -> None:
+        self.connection = connection
+        self.index_name = index_name
+
+    def stored_winner(self, here: Here, wanted: Sequence[tuple[str, str | None]]) -> Found | None:
+        found = fastpath.stored_winner(self.connection, self.index_name, here.paths,
+                                       here.key_of, wanted)
+        if found is None:
+            raise Unanswered  # nothing stored for these roots yet: the library stores it
+        place, row, expected = found
+        if row is None:
+            raise Unanswered
+        candidate = candidate_of(row[2:], {})
+        specs = {spec.path: spec for spec in here.roots}
+        winner = Winner(row[0], rebase(candidate, specs.get(candidate.root)),
+                        stored_collision(row[1]))
+        return place, winner, expected
+
+    def candidates(self, here: Here, names: Sequence[str], *,
+                   all_findings: bool) -> list[Candidate]:
+        raise Unanswered
+
+    def risky(self, here: Here, winners: Sequence[Winner]) -> Risky | None:
+        raise Unanswered
+
+    def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
+        raise Unanswered
+
+    def root_scans(self, here: Here) -> staleness.Scans:
+        raise Unanswered
+
+    def append(self, record: AuditRecord) -> None:
+        if not fastpath.append_event(self.connection, self.index_name, record):
+            raise Unanswered  # nothing is handed over: the library tries again and reports
+
+
+def _answered(setup: _Setup, flow: Callable[[Fast, Here], T]) -> T | None:
+    """What `flow` answers with the fast path's store; None when it could not (Unanswered),
+    or the index is not one this path reads."""
+    with fastpath.opened(setup.path) as connection:
+        if connection is None:
             return None
-        raise
-    except Exception:
-        if not logged("error"):
+        here = Here.of(setup.settings, plan_roots(setup.settings, setup.env).roots)
+        try:
+            return flow(Fast(connection, setup.index_name), here)
+        except Unanswered:
             return None
-        raise
-    except BaseException:
-        logged("error")
-        raise
-    return result if logged(disclose.OK) else None
 
 
 def read(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
          index: str | None, uri: str, reason: str | None = None, session: str | None = None,
          max_bytes: int | None = None) -> Disclosure | None:
     """`SkillIndex.read(uri, ...)`, or None for the full path."""
-    here = _here(config, db, cwd, index)
-    if here is None or (max_bytes is not None and max_bytes < 0):
+    setup = _setup(config, db, cwd, index)
+    if setup is None or (max_bytes is not None and max_bytes < 0):
         return None
     try:
-        options = disclose.parse_uri_options(uri)
+        disclose.parse_uri_options(uri)
     except SkillIndexError:
         return None  # refused before any lookup: the full path audits and reports it
-    with fastpath.opened(here.path) as connection:
-        if connection is None:
-            return None
-        roots = plan_roots(here.settings, here.env).roots
-        # Bytes of argv that are not UTF-8 name no skill (and sqlite3 cannot bind them).
-        refs = [ref for ref in options if is_text(ref.name)]
-        found = _winner(connection, here, roots, [(ref.name, ref.file) for ref in refs])
-        if found is None:
-            return None
-        place, candidate, expected = found
-        ref = refs[place]
-        attempt = disclose.Attempt.of_uri(uri)
-        attempt.aim(ref)
-        rules = disclose.ReadRules.of_root(
-            candidate.root, roots, allow_hardlinks=here.settings.allow_hardlinks,
-            max_file_bytes=here.settings.max_file_bytes)
-        return _audited(connection, here, attempt, reason=reason, session=session,
-                        act=lambda: disclose.disclose(uri, ref, candidate, expected,
-                                                      max_bytes=max_bytes, attempt=attempt,
-                                                      rules=rules))
+    return _answered(setup, lambda store, here: read_flow.read(
+        store, here, uri, reason=reason, session=session, max_bytes=max_bytes))
 
 
 def skill_command(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
@@ -180,25 +183,11 @@ def skill_command(config: str | Path | None, *, db: str | None, cwd: str | Path 
                   session: str | None = None,
                   reason: str | None = None) -> SkillCommand | None:
     """`SkillIndex.skill_command(name, args, ...)`, or None for the full path."""
-    here = _here(config, db, cwd, index)
-    if here is None or not here.settings.enable_skill_commands or not is_text(name):
+    setup = _setup(config, db, cwd, index)
+    if setup is None or not setup.settings.enable_skill_commands or not is_text(name):
         return None
-    joined = disclose.command_args(args)
-    with fastpath.opened(here.path) as connection:
-        if connection is None:
-            return None
-        roots = plan_roots(here.settings, here.env).roots
-        found = _winner(connection, here, roots, [(name, ENTRY)])
-        if found is None:
-            return None
-        _, candidate, expected = found
-        attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
-        rules = disclose.ReadRules.of_root(
-            candidate.root, roots, allow_hardlinks=here.settings.allow_hardlinks,
-            max_file_bytes=here.settings.max_file_bytes)
-        return _audited(connection, here, attempt, reason=reason, session=session,
-                        act=lambda: disclose.skill_command(candidate, expected, joined,
-                                                           attempt=attempt, rules=rules))
+    return _answered(setup, lambda store, here: command_flow.command(
+        store, here, name, args, session=session, reason=reason))
 
 
 def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
@@ -206,8 +195,8 @@ def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
           outcome: str | None = None, since: str | None = None,
           levels: bool = False) -> list[AuditEvent] | list[SessionLevels] | None:
     """`SkillIndex.audit(...)`, or None for the full path."""
-    here = _here(config, db, cwd, index)
-    if here is None or (outcome is not None and outcome not in AUDIT_OUTCOMES):
+    setup = _setup(config, db, cwd, index)
+    if setup is None or (outcome is not None and outcome not in AUDIT_OUTCOMES):
         return None
     try:
         start = since_of(since)
@@ -216,9 +205,9 @@ def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
     if not all(is_text(value) for value in (session, skill) if value is not None):
         return None
     statement, params = sql.audit_filter(
-        sql.AUDIT_LEVELS if levels else sql.AUDIT_EVENTS, here.index_name, session=session,
+        sql.AUDIT_LEVELS if levels else sql.AUDIT_EVENTS, setup.index_name, session=session,
         skill=skill, outcome=outcome, since=None if start is None else stored_time(start))
-    with fastpath.opened(here.path) as connection:
+    with fastpath.opened(setup.path) as connection:
         if connection is None:
             return None
         rows = fastpath.audit_rows(connection, statement, params)
@@ -243,11 +232,11 @@ class Listing:
 def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
             index: str | None) -> Listing | None:
     """The `list` table from the stored resolution, or None for the full path."""
-    here = _here(config, db, cwd, index)
-    if here is None or not here.settings.enabled:
+    setup = _setup(config, db, cwd, index)
+    if setup is None or not setup.settings.enabled:
         return None
-    read = _from_stored_set(here, lambda connection, paths, key_of: fastpath.stored_listing(
-        connection, here.index_name, paths, key_of))
+    read = _from_stored_set(setup, lambda connection, paths, key_of: fastpath.stored_listing(
+        connection, setup.index_name, paths, key_of))
     if read is None:
         return None
     (rows, stored_roots, findings, collided, scans), roots = read
@@ -269,22 +258,22 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     columns: list[Sequence[str]] = [names, *places, list(map(shown.get, cids, repeat("-"))),
                                     paths]
     return Listing(columns, collided, staleness.note(
-        here.settings, lambda: staleness.stale_roots(roots, scans)))
+        setup.settings, lambda: staleness.stale_roots(roots, scans)))
 
 
 def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
            index: str | None, query: str, limit: int) -> list[SearchHit] | None:
     """`SkillIndex.search(query, limit=limit)` from the stored resolution, or None for the
     full path (which also reports a query without words and a bad limit)."""
-    here = _here(config, db, cwd, index)
-    if here is None or limit < 1 or not here.settings.enabled:
+    setup = _setup(config, db, cwd, index)
+    if setup is None or limit < 1 or not setup.settings.enabled:
         return None
     try:
         words = terms(query)
     except SkillIndexError:
         return None
-    read = _from_stored_set(here, lambda connection, paths, key_of: fastpath.stored_search(
-        connection, here.index_name, paths, key_of, words, limit))
+    read = _from_stored_set(setup, lambda connection, paths, key_of: fastpath.stored_search(
+        connection, setup.index_name, paths, key_of, words, limit))
     if read is None:
         return None
     found, roots = read
@@ -308,33 +297,33 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     to write). Up to `jobs` processes (default: a core each) share the walk."""
     from skillindex.index import parallel, recheck  # noqa: PLC0415  (this command's alone)
 
-    here = _here(config, db, cwd, index)
-    if here is None or not here.settings.enabled:
+    setup = _setup(config, db, cwd, index)
+    if setup is None or not setup.settings.enabled:
         return None
     started, clock = datetime.now(UTC), time.perf_counter()
-    plan = plan_roots(here.settings, here.env)
+    plan = plan_roots(setup.settings, setup.env)
     # Unless a root quarantines, the stored resolution must be there for the roots as they
     # are, as the full path would leave it.
-    key_of = _key_of(here, plan.roots)
+    key_of = _key_of(setup, plan.roots)
     found: list[tuple[dict[str, int], list[ScanProblem], int]] = []
 
     def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
-        walked = recheck.unchanged(stored.roots, stored, limits=here.settings.limits,
+        walked = recheck.unchanged(stored.roots, stored, limits=setup.settings.limits,
                                    progress=progress,
                                    jobs=parallel.default_jobs() if jobs is None else jobs)
         if walked is None:
             return None
         found.append((*walked, len(stored.roots)))
-        return run_row(index_name=here.index_name, started_at=started,
-                       finished_at=datetime.now(UTC), cwd=str(here.env.cwd),
+        return run_row(index_name=setup.index_name, started_at=started,
+                       finished_at=datetime.now(UTC), cwd=str(setup.env.cwd),
                        all_roots=all_roots, roots=len(stored.roots),
                        duration_s=time.perf_counter() - clock, counts=walked[0],
                        anchor=stored.anchor, as_text=True)
 
-    with fastpath.opened(here.path) as connection:
+    with fastpath.opened(setup.path) as connection:
         if connection is None:
             return None
-        run_id = fastpath.record_unchanged(connection, here.index_name, plan.roots,
+        run_id = fastpath.record_unchanged(connection, setup.index_name, plan.roots,
                                            all_roots=all_roots, key_of=key_of, check=check)
     if run_id is None:
         return None

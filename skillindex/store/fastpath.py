@@ -27,6 +27,7 @@ RootRuns = list[tuple[str, int]]
 T = TypeVar("T")
 KnownSkills = dict[str, dict[str, KnownSkill]]
 Found = tuple[int, Any, model.ManifestFile | None]  # place, winner row, manifest row
+NO_WINNER: Found = (-1, None, None)
 
 
 def sqlite_file(url: str) -> str | None:
@@ -111,22 +112,22 @@ def _in_stored_set(connection: sqlite3.Connection, index_name: str, roots: Seque
 
 def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                   key_of: Callable[[RootRuns], str],
-                  wanted: Sequence[tuple[str, str]]) -> Found | None:
+                  wanted: Sequence[tuple[str, str | None]]) -> Found | None:
     """The first of the `wanted` (name, file) the stored resolution of these roots has a winner
-    for: its place in `wanted`, its row (`sql.WINNER_BY_NAME`) and the file's manifest row.
+    for: its place in `wanted`, its row (`sql.WINNER_BY_NAME`) and the file's manifest row
+    (None when no file is asked, or it was not indexed); NO_WINNER when no name wins.
 
-    None when no resolution is stored for the roots as they are now, no name wins, or the
-    database fails.
+    None when no resolution is stored for the roots as they are now, or the database fails.
     """
-    def read(set_id: int) -> Found | None:
+    def read(set_id: int) -> Found:
         for place, (name, rel_path) in enumerate(wanted):
             row = connection.execute(
                 sql.WINNER_BY_NAME, {"set_id": set_id, "name": name}).fetchone()
             if row is not None:
-                expected = connection.execute(
+                expected = None if rel_path is None else connection.execute(
                     sql.MANIFEST_FILE, {"candidate_id": row[2], "rel_path": rel_path}).fetchone()
                 return place, row, manifest_file_of(expected)
-        return None
+        return NO_WINNER
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
 

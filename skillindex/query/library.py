@@ -1,0 +1,131 @@
+"""The library's store: SQLAlchemy sessions on the engine, opened for one question at a time,
+and a transaction of its own for each write. It meets the Protocols the use cases state
+(query/lookup.py, query/audit.py, query/read.py, ...); the sqlite3 fast path meets the same
+ones with one connection (query/oneshot.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from skillindex.errors import StoreError
+from skillindex.index import risk
+from skillindex.model import AuditRecord, Candidate, ManifestFile
+from skillindex.query import staleness, winners
+from skillindex.query.lookup import Found, Risky
+from skillindex.query.reader import Here, NotStored
+from skillindex.query.resolve import Winner
+from skillindex.store import audit, queries, served, units
+from skillindex.store.units import READ
+
+if TYPE_CHECKING:  # typing only: the sessions are the store's, opened here
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
+
+
+class Library:
+    """The index on `engine`, as the library's use cases read and write it."""
+
+    def __init__(self, engine: Engine, index_name: str, *, audit_lock_timeout: float) -> None:
+        self.engine = engine
+        self.index_name = index_name
+        self.audit_lock_timeout = audit_lock_timeout
+
+    def session(self, doing: str = READ) -> AbstractContextManager[Session]:
+        """A session to read in; database errors become one StoreError line."""
+        return units.session(self.engine, doing)
+
+    def transaction(self, doing: str, *, immediate: bool = True,
+                    ) -> AbstractContextManager[Session]:
+        """A session in one write transaction of its own (see `units.transaction`)."""
+        return units.transaction(self.engine, doing, immediate=immediate)
+
+    def resolution_set(self, session: Session, here: Here) -> int | None:
+        """The id of the stored resolution of `here`'s roots, resolving and storing it first
+        when there is none; None when it cannot be stored (a root quarantines, or a read-only
+        database has none yet).
+
+        Ends `session`'s transaction when it has to write, so call it before other reads.
+        """
+        if here.quarantining:
+            return None
+        found = winners.lookup(session, here.index_name, here.roots, here.rules)
+        if found is not None:
+            return found
+        session.rollback()
+        try:
+            with self.transaction("store the resolution") as writer:
+                winners.ensure(writer, here.index_name, here.roots, here.rules)
+        except StoreError:
+            # Another process stored the same resolution first, or the database is read-only:
+            # either way what is stored now, if anything, is the answer.
+            pass
+        return winners.lookup(session, here.index_name, here.roots, here.rules)
+
+    def winners(self, session: Session, here: Here, *, findings: bool) -> Iterator[Winner] | None:
+        """The winners of the stored resolution in catalog order, a page at a time; None when
+        none can be stored (see `resolution_set`)."""
+        set_id = self.resolution_set(session, here)
+        if set_id is None:
+            return None
+        return winners.Reader(session, set_id, here.roots).winners(findings=findings)
+
+    # lookup.Store
+
+    def stored_winner(self, here: Here, wanted: Sequence[tuple[str, str | None]]) -> Found | None:
+        with self.session() as session:
+            set_id = self.resolution_set(session, here)
+            if set_id is None:
+                raise NotStored
+            reader = winners.Reader(session, set_id, here.roots)
+            for place, (name, rel_path) in enumerate(wanted):
+                found = reader.winner(name)
+                if found is not None:
+                    return place, found, (None if rel_path is None else queries.manifest_file(
+                        session, found.candidate.id, rel_path))
+        return None
+
+    def candidates(self, here: Here, names: Sequence[str], *,
+                   all_findings: bool) -> list[Candidate]:
+        with self.session() as session:
+            return queries.candidates(session, here.index_name, here.paths, names=names,
+                                      all_findings=all_findings)
+
+    def risky(self, here: Here, winners: Sequence[Winner]) -> Risky | None:
+        with self.session() as session:
+            findings = queries.risk_findings(session, [w.candidate.id for w in winners],
+                                             risk.CODES)
+            if not findings:
+                return None
+            manifests = queries.manifest_files(session, list(findings))
+            approved = queries.approvals(session, here.index_name,
+                                         [w.name for w in winners if w.candidate.id in findings])
+        return Risky(findings, manifests, approved)
+
+    def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
+        with self.session() as session:
+            return queries.manifest_file(session, candidate_id, rel_path)
+
+    def root_scans(self, here: Here) -> staleness.Scans:
+        with self.session() as session:
+            return queries.root_scans(session, here.index_name, here.paths)
+
+    # audit.Appender
+
+    def append(self, record: AuditRecord) -> None:
+        """One audit row in a transaction of its own (a reindex never holds it up long): on
+        SQLite the write lock from BEGIN on, so reading the chain's head and appending after it
+        cannot interleave with another process's append; on PostgreSQL waiting at most
+        `audit_lock_timeout` seconds for the chain's lock."""
+        with self.transaction("write the audit log") as session:
+            audit.append(session, self.index_name, record,
+                         lock_timeout=self.audit_lock_timeout)
+
+    # read.Published
+
+    def published_file(self, here: Here, resolution: str, name: str,
+                       rel_path: str) -> tuple[Candidate, ManifestFile | None] | None:
+        with self.session() as session:
+            return served.winner_file(session.connection(), here.index_name, resolution, name,
+                                      rel_path)

@@ -1,0 +1,43 @@
+"""Units of work on an engine: a session to read in, a transaction to write in; either way a
+database error reaches the caller as one StoreError line, never as SQLAlchemy's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from skillindex.store.engine import IMMEDIATE, store_error
+
+READ = "read the index"
+
+
+@contextmanager
+def failing_as(engine: Engine, doing: str) -> Iterator[None]:
+    """Database errors raised inside as StoreError("cannot <doing> <database>: ...")."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise store_error(exc, doing, url=engine.url) from exc
+
+
+@contextmanager
+def session(engine: Engine, doing: str = READ) -> Iterator[Session]:
+    """A session to read in (its transactions begun as it needs them)."""
+    with failing_as(engine, doing), Session(engine) as opened:
+        yield opened
+
+
+@contextmanager
+def transaction(engine: Engine, doing: str, *, immediate: bool = True) -> Iterator[Session]:
+    """A session in one write transaction, committed at the end. On SQLite, when `immediate`,
+    it holds the write lock from BEGIN on, so what it reads before writing cannot be changed
+    by another writer half way; otherwise it takes the lock at its first write."""
+    with failing_as(engine, doing), engine.connect() as connection:
+        if immediate:
+            connection.execution_options(**IMMEDIATE)
+        with Session(connection) as opened, opened.begin():
+            yield opened
