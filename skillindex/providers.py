@@ -6,7 +6,7 @@ import json
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skillindex.config import Environment, Settings
@@ -70,6 +70,14 @@ def project_dirs(env: Environment) -> list[Path]:
         if len(walked) >= MAX_ANCESTORS:
             break
     return walked if home in cwd.parents else [cwd]
+
+
+def environment(env: Environment | None, cwd: str | Path | None) -> Environment:
+    """The environment a caller gave, else this process's; `cwd`, if given, in place of its
+    working directory."""
+    if env is None:
+        return Environment.from_os(cwd=cwd)
+    return env if cwd is None else replace(env, cwd=Path(cwd).absolute())
 
 
 def context_dirs(env: Environment) -> list[tuple[int, Path]]:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Protocol
 
-from skillindex.errors import SkillIndexError
-from skillindex.model import AuditRecord
+from skillindex.errors import ConfigError, SkillIndexError
+from skillindex.model import AUDIT_OUTCOMES, AuditListing, AuditRecord, SessionLevels
 from skillindex.query.disclose import OK, Attempt
-from skillindex.query.reader import Unanswered
+from skillindex.query.reader import Here, Unanswered
+from skillindex.store.chain import since_of
 
 
 class Appender(Protocol):
@@ -45,3 +47,35 @@ def audited(store: Appender, attempt: Attempt, *, reason: str | None,
             append("error")
         raise
     append(OK)
+
+
+class Trail(Protocol):
+    def audit_rows(self, here: Here, *, levels: bool, session: str | None, skill: str | None,
+                   outcome: str | None,
+                   since: datetime | None) -> AuditListing | list[SessionLevels]:
+        """This index's audit rows (or, with `levels`, its sessions' bytes per level) that
+        match every filter given, oldest first."""
+        ...
+
+
+def rows(store: Trail, here: Here, *, session: str | None, skill: str | None,
+         outcome: str | None, since: datetime | str | None,
+         levels: bool) -> AuditListing | list[SessionLevels]:
+    """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
+    start = since_of(since)
+    if outcome is not None and outcome not in AUDIT_OUTCOMES:
+        raise ConfigError(f"unknown outcome {outcome!r} (use one of "
+                          f"{', '.join(AUDIT_OUTCOMES)})")
+    return store.audit_rows(here, levels=levels, session=session, skill=skill, outcome=outcome,
+                            since=start)
+
+
+def refuse_unserved(store: Appender, uri: str, *, outcome: str, reason: str | None,
+                    session: str | None) -> None:
+    """Audit a read of `uri` that a server refused before asking the index (it serves no such
+    URI, or the path is refused): outcome `not-found` or `refused`, nothing handed over. The
+    audit has no other way in from outside: every row is a disclosure attempt this library
+    made."""
+    if outcome not in ("not-found", "refused"):
+        raise ConfigError(f"a refused read is not-found or refused, not {outcome!r}")
+    store.append(Attempt.of_uri(uri).record(outcome=outcome, reason=reason, session=session))

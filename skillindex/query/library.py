@@ -5,18 +5,29 @@ ones with one connection (query/oneshot.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from skillindex.errors import StoreError
 from skillindex.index import risk
-from skillindex.model import AuditRecord, Candidate, ManifestFile
+from skillindex.model import (
+    AuditListing,
+    AuditRecord,
+    Candidate,
+    ChainReport,
+    ManifestFile,
+    SessionLevels,
+)
 from skillindex.query import staleness, winners
 from skillindex.query.lookup import Found, Risky
-from skillindex.query.reader import Here, NotStored
+from skillindex.query.reader import Here, NotStored, RootRuns
 from skillindex.query.resolve import Winner
-from skillindex.store import audit, queries, served, units
+from skillindex.store import audit, queries, resolved, served, units
+from skillindex.store import search as store_search
+from skillindex.store import usage as store_usage
+from skillindex.store.fts import Ranked
 from skillindex.store.units import READ
 
 if TYPE_CHECKING:  # typing only: the sessions are the store's, opened here
@@ -62,14 +73,6 @@ class Library:
             # either way what is stored now, if anything, is the answer.
             pass
         return winners.lookup(session, here.index_name, here.roots, here.rules)
-
-    def winners(self, session: Session, here: Here, *, findings: bool) -> Iterator[Winner] | None:
-        """The winners of the stored resolution in catalog order, a page at a time; None when
-        none can be stored (see `resolution_set`)."""
-        set_id = self.resolution_set(session, here)
-        if set_id is None:
-            return None
-        return winners.Reader(session, set_id, here.roots).winners(findings=findings)
 
     # lookup.Store
 
@@ -129,3 +132,37 @@ class Library:
         with self.session() as session:
             return served.winner_file(session.connection(), here.index_name, resolution, name,
                                       rel_path)
+
+    # quick.Cache
+
+    def cached_catalog(self, here: Here, key_of: Callable[[RootRuns, int], str], *,
+                       usage: bool) -> tuple[str, str | None]:
+        with self.session() as session:
+            last = store_usage.last_event(session) if usage else 0
+            key = key_of(resolved.root_runs(session, here.index_name, here.paths), last)
+            return key, queries.cached_catalog(session, here.index_name, key)
+
+    # audit.Trail
+
+    def audit_rows(self, here: Here, *, levels: bool, session: str | None, skill: str | None,
+                   outcome: str | None,
+                   since: datetime | None) -> AuditListing | list[SessionLevels]:
+        with self.session() as db:
+            if levels:
+                return queries.session_levels(db, here.index_name, session_id=session,
+                                              skill=skill, outcome=outcome, since=since)
+            return queries.events(db, here.index_name, session_id=session, skill=skill,
+                                  outcome=outcome, since=since)
+
+    def verify_chain(self, *, head: str | None) -> ChainReport:
+        """This index's audit chain recomputed from its first event (store/audit.py)."""
+        with self.session("read the audit log") as session:
+            return audit.verify(session, self.index_name, head=head)
+
+    def matches(self, session: Session, here: Here, words: Sequence[str], *,
+                depth: int | None) -> Ranked:
+        """The accepted candidates of `here`'s roots among the `depth` best matches of these
+        words (every match when None), best first (store/search.py)."""
+        with units.failing_as(self.engine, "search the index"):
+            return store_search.matches(session, here.index_name, here.paths, words,
+                                        depth=depth)

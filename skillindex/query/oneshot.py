@@ -23,8 +23,8 @@ from typing import TypeVar
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
 from skillindex.model import (
-    AUDIT_OUTCOMES,
     AuditEvent,
+    AuditListing,
     AuditRecord,
     Candidate,
     Disclosure,
@@ -37,6 +37,7 @@ from skillindex.model import (
     SkillCommand,
 )
 from skillindex.providers import plan_roots
+from skillindex.query import audit as audit_flow
 from skillindex.query import command as command_flow
 from skillindex.query import disclose, staleness
 from skillindex.query import read as read_flow
@@ -45,7 +46,7 @@ from skillindex.query.reader import Here, Unanswered
 from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_collision
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
-from skillindex.store.chain import since_of, stored_time
+from skillindex.store.chain import stored_time
 from skillindex.store.rows import RootCache, candidate_of, events_of, levels_of, run_row
 from skillindex.text import is_text
 
@@ -149,14 +150,33 @@ class Fast:
         if not fastpath.append_event(self.connection, self.index_name, record):
             raise Unanswered  # nothing is handed over: the library tries again and reports
 
+    def audit_rows(self, here: Here, *, levels: bool, session: str | None, skill: str | None,
+                   outcome: str | None,
+                   since: datetime | None) -> AuditListing | list[SessionLevels]:
+        if not all(is_text(value) for value in (session, skill) if value is not None):
+            raise Unanswered  # sqlite3 cannot bind them; SQLAlchemy reports them
+        statement, params = sql.audit_filter(
+            sql.AUDIT_LEVELS if levels else sql.AUDIT_EVENTS, self.index_name,
+            session=session, skill=skill, outcome=outcome,
+            since=None if since is None else stored_time(since))
+        rows = fastpath.audit_rows(self.connection, statement, params)
+        if rows is None:
+            raise Unanswered
+        if levels:
+            return [levels_of(row) for row in rows]
+        return events_of(rows)
 
-def _answered(setup: _Setup, flow: Callable[[Fast, Here], T]) -> T | None:
-    """What `flow` answers with the fast path's store; None when it could not (Unanswered),
-    or the index is not one this path reads."""
+
+def _answered(setup: _Setup, flow: Callable[[Fast, Here], T], *,
+              planned: bool = True) -> T | None:
+    """What `flow` answers with the fast path's store and this directory's roots (none unless
+    `planned`: the audit trail is the index's); None when it could not (Unanswered), or the
+    index is not one this path reads."""
     with fastpath.opened(setup.path) as connection:
         if connection is None:
             return None
-        here = Here.of(setup.settings, plan_roots(setup.settings, setup.env).roots)
+        roots = plan_roots(setup.settings, setup.env).roots if planned else ()
+        here = Here.of(setup.settings, roots)
         try:
             return flow(Fast(connection, setup.index_name), here)
         except Unanswered:
@@ -194,28 +214,17 @@ def audit(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
           index: str | None, session: str | None = None, skill: str | None = None,
           outcome: str | None = None, since: str | None = None,
           levels: bool = False) -> list[AuditEvent] | list[SessionLevels] | None:
-    """`SkillIndex.audit(...)`, or None for the full path."""
+    """`SkillIndex.audit(...)`, or None for the full path (which also reports a filter it
+    cannot take)."""
     setup = _setup(config, db, cwd, index)
-    if setup is None or (outcome is not None and outcome not in AUDIT_OUTCOMES):
+    if setup is None:
         return None
     try:
-        start = since_of(since)
+        return _answered(setup, lambda store, here: audit_flow.rows(
+            store, here, session=session, skill=skill, outcome=outcome, since=since,
+            levels=levels), planned=False)
     except SkillIndexError:
         return None
-    if not all(is_text(value) for value in (session, skill) if value is not None):
-        return None
-    statement, params = sql.audit_filter(
-        sql.AUDIT_LEVELS if levels else sql.AUDIT_EVENTS, setup.index_name, session=session,
-        skill=skill, outcome=outcome, since=None if start is None else stored_time(start))
-    with fastpath.opened(setup.path) as connection:
-        if connection is None:
-            return None
-        rows = fastpath.audit_rows(connection, statement, params)
-    if rows is None:
-        return None
-    if levels:
-        return [levels_of(row) for row in rows]
-    return events_of(rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,185 @@
+"""What the index holds for this directory, as lists: the candidates (all, rejected, counted),
+the winners and the names in collision, the roots and whether the index is behind on them, the
+stored manifests a server publishes, the risk findings. Read through the library's sessions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from skillindex.errors import ConfigError
+from skillindex.index import risk
+from skillindex.model import (
+    Candidate,
+    FindingCount,
+    RiskFinding,
+    RootState,
+    SkillManifest,
+    Status,
+    StoredSkill,
+)
+from skillindex.query import lookup, resolve, staleness, winners
+from skillindex.query.library import Library
+from skillindex.query.reader import Here
+from skillindex.query.resolve import Collision, Resolution, Winner
+from skillindex.store import queries, served
+from skillindex.store import resolved as stored_sets
+
+
+def iter_winners(store: Library, here: Here, *, findings: bool) -> Iterator[Winner]:
+    """The winners in catalog order, read a page at a time from the stored resolution."""
+    with store.session() as session:
+        set_id = store.resolution_set(session, here)
+        if set_id is None:
+            yield from resolution(store, here, all_findings=findings).winners
+            return
+        yield from winners.Reader(session, set_id, here.roots).winners(findings=findings)
+
+
+def collisions(store: Library, here: Here) -> list[Collision]:
+    """Every name more than one file of this directory's roots declares."""
+    with store.session() as session:
+        set_id = store.resolution_set(session, here)
+        if set_id is None:
+            return list(resolution(store, here, all_findings=False).collisions)
+        return winners.Reader(session, set_id, here.roots).collisions()
+
+
+def resolution(store: Library, here: Here, *, all_findings: bool) -> Resolution:
+    """Every candidate of this directory judged by the filters and the collision policy, with
+    the winners that quarantine holds back withheld."""
+    with store.session() as session:
+        found = queries.candidates(session, here.index_name, here.paths,
+                                   all_findings=all_findings)
+    return lookup.withheld(store, here, resolve.resolve(found, here.roots, here.rules))
+
+
+def iter_candidates(store: Library, here: Here, *, status: Status | None, code: str | None,
+                    limit: int | None, page: int) -> Iterator[Candidate]:
+    """The candidates of the roots in precedence order, a page at a time (root by root, each in
+    path order), with a finding of `code` if given, the first `limit` if given."""
+    check_limit(limit)
+    left = limit
+    roots = sorted(here.roots, key=lambda spec: (-spec.precedence, spec.position))
+    with store.session() as session:
+        for spec in roots:
+            after = ""
+            while True:
+                found = queries.candidates_page(session, here.index_name, str(spec.path),
+                                                after, page, status=status, code=code)
+                for candidate in found:
+                    if left is not None:
+                        if left <= 0:
+                            return
+                        left -= 1
+                    yield resolve.rebase(candidate, spec)
+                if len(found) < page:
+                    break
+                after = str(found[-1].path)
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ConfigError(f"limit must be 0 or more, not {limit}")
+
+
+def count(store: Library, here: Here, *, rejected: bool) -> int:
+    with store.session() as session:
+        return queries.candidate_count(session, here.index_name, here.paths,
+                                       status=Status.REJECTED if rejected else None)
+
+
+def finding_counts(store: Library, here: Here, *, rejected: bool) -> list[FindingCount]:
+    with store.session() as session:
+        return queries.finding_counts(session, here.index_name, here.paths,
+                                      status=Status.REJECTED if rejected else None)
+
+
+def roots(store: Library, here: Here) -> list[RootState]:
+    with store.session() as session:
+        return queries.root_states(session, here.index_name, here.roots)
+
+
+def stale_roots(store: Library, here: Here) -> list[Path]:
+    """Roots whose skills the index may not show: never indexed, or changed since their last
+    scan. A stat per root."""
+    return staleness.stale_roots(here.roots, store.root_scans(here))
+
+
+def staleness_note(store: Library, here: Here) -> str | None:
+    """Why the index may show fewer skills than the folders hold, in words; None if no reason
+    is known."""
+    return staleness.note(here.settings, lambda: stale_roots(store, here))
+
+
+def risks(store: Library, here: Here, *, code: str | None) -> list[RiskFinding]:
+    """The risk findings of the skills of this directory's roots, by skill and file."""
+    if code is not None and code not in risk.CODES:
+        raise ConfigError(f"unknown risk code {code!r} (use {', '.join(risk.CODES)})")
+    with store.session() as session:
+        rows = queries.risk_rows(session, here.index_name, here.paths,
+                                 (code,) if code else risk.CODES)
+    return [RiskFinding(name=name, skill_path=Path(skill_path), code=found_code,
+                        path=path, line=line, message=message)
+            for name, skill_path, found_code, path, line, message in rows]
+
+
+def manifests(store: Library, found: Sequence[Winner]) -> list[SkillManifest]:
+    """The stored manifests of these winners, in one pass, the frontmatter exactly as the file
+    declared it (empty when it could not be parsed); no file is read."""
+    ids = [winner.candidate.id for winner in found]
+    with store.session() as session:
+        stored = queries.frontmatters(session, ids)
+        files = queries.manifest_files(session, ids)
+    return [SkillManifest(name=w.name, candidate=w.candidate,
+                          frontmatter=_object(stored.get(w.candidate.id)),
+                          files=tuple(files.get(w.candidate.id, ()))) for w in found]
+
+
+def iter_stored_skills(store: Library, here: Here, *, page: int) -> Iterator[StoredSkill]:
+    """Every winner's stored frontmatter and files in catalog order, `page` winners a
+    transaction, from the stored resolution named by its key (else resolved here)."""
+    with store.session() as session:
+        set_id = store.resolution_set(session, here)
+        key = None if set_id is None else served.set_key(session, set_id)
+    if key is None:
+        for found in manifests(store, list(iter_winners(store, here, findings=True))):
+            yield StoredSkill(found.name, None, found.frontmatter, found.files)
+        return
+    after = 0
+    while True:
+        with store.session() as session:
+            rows = served.stored_page(session, here.index_name, key, after, page)
+        for _, name, front, files in rows:
+            yield StoredSkill(name, key, _object(front), tuple(files))
+        if len(rows) < page:
+            return
+        after = rows[-1][0]
+
+
+def generation(store: Library, here: Here) -> str:
+    """A value that changes whenever a reindex commits to one of this directory's roots."""
+    with store.session() as session:
+        runs = stored_sets.root_runs(session, here.index_name, here.paths)
+    return ",".join(f"{run}" for _, run in runs)
+
+
+def _object(text: str | None) -> dict[str, object]:
+    value = None if text is None else json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def manifest(store: Library, here: Here, name: str) -> SkillManifest:
+    """A catalog skill's stored frontmatter and file manifest; no file is read. A name the
+    frontmatter leaves out (it defaults to the directory's), and the description, are filled
+    in: consumers need one to hand."""
+    winner = lookup.winner(store, here, name)
+    [found] = manifests(store, [winner])
+    front = dict(found.frontmatter)
+    candidate = winner.candidate
+    front.setdefault("name", candidate.name or candidate.directory.name)
+    if candidate.description is not None:
+        front.setdefault("description", candidate.description)
+    return replace(found, frontmatter=front)

@@ -1,0 +1,79 @@
+"""A reindex of this directory's roots, as the library runs it: under the index's reindex lock
+(store/lock.py), the walk, judgement and one write transaction of index/indexer.py, and in that
+transaction the stored resolution of these roots brought up to date (query/winners.py), so that
+the first listing after it is a lookup."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillindex.index import indexer, parallel
+from skillindex.index.indexer import Progress
+from skillindex.model import IndexReport, ScanProblem
+from skillindex.query import winners
+from skillindex.query.library import Library
+from skillindex.query.reader import Here
+from skillindex.store import queries, resolved, units
+from skillindex.store.lock import OnWait, reindex_lock
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+
+def reindex(store: Library, here: Here, problems: Sequence[ScanProblem], *, cwd: Path,
+            all_roots: bool, paths: Iterable[str | Path] | None, progress: Progress | None,
+            wait: bool, timeout: float | None, on_wait: OnWait | None,
+            jobs: int | None) -> IndexReport:
+    """Rescan `here`'s roots (every known root with `all_roots`; with `paths`, only the skill
+    directories holding them), adding `problems` (the plan's) to the run's."""
+    limit = here.settings.reindex_timeout if timeout is None else timeout
+    with units.failing_as(store.engine, "write the index"), reindex_lock(
+            store.engine, here.index_name, wait=wait, timeout=limit, on_wait=on_wait) as lock:
+        previous = _stored_key(store, here)
+        roots = list(here.roots)
+        targets = None
+        if all_roots or paths is not None:
+            with store.session() as session:
+                stored = queries.stored_roots(session, here.index_name)
+            if all_roots:
+                planned = {spec.path for spec in roots}
+                roots.extend(spec for spec in stored if spec.path not in planned)
+            if paths is not None:
+                targets = indexer.targets_of(paths, roots, {str(spec.path) for spec in stored})
+        return indexer.reindex(store.engine, roots, index_name=here.index_name, cwd=cwd,
+                               all_roots=all_roots, limits=here.settings.limits,
+                               extra_problems=problems, progress=progress, lock=lock,
+                               after_write=functools.partial(_materialize, here=here,
+                                                             previous=previous),
+                               targets=targets,
+                               jobs=parallel.default_jobs() if jobs is None else jobs)
+
+
+def _stored_key(store: Library, here: Here) -> str | None:
+    """The key this directory's resolution has before a reindex writes (taken under its lock,
+    so no other reindex can change it meanwhile); None where a root quarantines, since no
+    resolution is stored then."""
+    if here.quarantining:
+        return None
+    with store.session() as session:
+        return winners.key(session, here.index_name, here.roots, here.rules)
+
+
+def _materialize(session: Session, changed: Sequence[str],
+                 replaced: Sequence[tuple[int, int]] | None, *, here: Here,
+                 previous: str | None) -> None:
+    """In the reindex's write transaction: resolve this directory's roots. A write that only
+    replaced skills without changing what resolution reads of them (an edited description or
+    body) carries the stored resolution over instead of resolving every skill again."""
+    carried = None
+    if previous is not None and replaced is not None:  # none is stored when quarantining
+        carried = winners.carry(session, here.index_name, here.roots, here.rules, previous,
+                                replaced)
+    resolved.drop_sets_over(session, here.index_name, changed, keep=carried)
+    if here.quarantining:
+        return  # what is withheld depends on approvals, which change without a reindex
+    if carried is None:
+        winners.ensure(session, here.index_name, here.roots, here.rules)

@@ -1,0 +1,37 @@
+"""Drift: every indexed file of this directory's roots hashed again against its manifest row,
+and every skill directory listed again for files a reindex would add."""
+
+from __future__ import annotations
+
+from skillindex.model import Candidate, DriftItem, Limits, VerifyReport
+from skillindex.query import disclose, listing
+from skillindex.query.library import Library
+from skillindex.query.reader import Here
+from skillindex.store import queries
+
+PAGE = 1_000  # candidates whose manifests are read at once
+
+
+def verify(store: Library, here: Here, limits: Limits) -> VerifyReport:
+    """Every candidate, accepted or rejected, checked a page at a time: memory stays flat
+    however many skills the roots hold."""
+    skills = files = 0
+    drift: list[DriftItem] = []
+    page: list[Candidate] = []
+
+    def check() -> None:
+        nonlocal skills, files
+        with store.session() as session:
+            manifests = queries.manifest_files(session, [c.id for c in page])
+        part = disclose.verify(page, manifests, limits)
+        skills, files = skills + part.skills, files + part.files
+        drift.extend(part.drift)
+        page.clear()
+
+    for candidate in listing.iter_candidates(store, here, status=None, code=None, limit=None,
+                                             page=2_000):
+        page.append(candidate)
+        if len(page) >= PAGE:
+            check()
+    check()
+    return VerifyReport(skills=skills, files=files, drift=tuple(drift))
