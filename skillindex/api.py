@@ -65,6 +65,7 @@ class SkillIndex:
         self.engine = engine
         self.url = url
         self._plan: RootPlan | None = None
+        self._where: Here | None = None
         self._store = Library(engine, settings.index_name,
                               audit_lock_timeout=settings.audit_lock_timeout)
 
@@ -113,7 +114,10 @@ class SkillIndex:
 
     @property
     def _here(self) -> Here:
-        return Here.of(self.settings, self.plan.roots)
+        """What the use cases are given of this directory: the settings and `plan`'s roots."""
+        if self._where is None:
+            self._where = Here.of(self.settings, self.plan.roots)
+        return self._where
 
     def reindex(self, *, all_roots: bool = False, paths: Iterable[str | Path] | None = None,
                 progress: Progress | None = None, wait: bool = True,

@@ -30,7 +30,6 @@ from skillindex.model import (
     Disclosure,
     IndexReport,
     ManifestFile,
-    RiskPolicy,
     RootSpec,
     ScanProblem,
     SessionLevels,
@@ -43,7 +42,7 @@ from skillindex.query import disclose, staleness
 from skillindex.query import read as read_flow
 from skillindex.query.lookup import Found, Risky
 from skillindex.query.reader import Here, Unanswered
-from skillindex.query.resolve import Rules, Winner, rebase, set_key, stored_collision
+from skillindex.query.resolve import Winner, rebase, stored_collision
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import stored_time
@@ -82,13 +81,10 @@ def _setup(config: str | Path | None, db: str | None, cwd: str | Path | None,
     return _Setup(settings, env, path)
 
 
-def _key_of(setup: _Setup, roots: Sequence[RootSpec]) -> KeyOf | None:
+def _key_of(here: Here) -> KeyOf | None:
     """How the stored resolution of these roots is named, given their runs; None where a
     root quarantines: what is withheld depends on approvals, so no resolution is stored."""
-    if any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in roots):
-        return None
-    rules = Rules.from_settings(setup.settings)
-    return lambda runs: set_key(runs, roots, rules)
+    return None if here.quarantining else here.key_of
 
 
 def _from_stored_set(setup: _Setup, read: Callable[[Connection, list[str], KeyOf], T | None],
@@ -97,15 +93,15 @@ def _from_stored_set(setup: _Setup, read: Callable[[Connection, list[str], KeyOf
     connection, the roots' paths and the resolution's key of their runs), with the roots;
     None where no stored resolution applies: a root that quarantines, no index at this
     schema, nothing stored for these roots and settings."""
-    roots = plan_roots(setup.settings, setup.env).roots
-    key_of = _key_of(setup, roots)
+    here = Here.of(setup.settings, plan_roots(setup.settings, setup.env).roots)
+    key_of = _key_of(here)
     if key_of is None:
         return None
     with fastpath.opened(setup.path) as connection:
         if connection is None:
             return None
-        found = read(connection, [str(spec.path) for spec in roots], key_of)
-    return None if found is None else (found, roots)
+        found = read(connection, here.paths, key_of)
+    return None if found is None else (found, here.roots)
 
 
 class Fast:
@@ -313,7 +309,7 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     plan = plan_roots(setup.settings, setup.env)
     # Unless a root quarantines, the stored resolution must be there for the roots as they
     # are, as the full path would leave it.
-    key_of = _key_of(setup, plan.roots)
+    key_of = _key_of(Here.of(setup.settings, plan.roots))
     found: list[tuple[dict[str, int], list[ScanProblem], int]] = []
 
     def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
