@@ -39,7 +39,7 @@ from tests.conftest import OpenIndex, root_settings, write_skill
 BODY = "\n# PDF\n\nRead `references/guide.md` first.\n"
 GUIDE = "# Guide\n\nStep one.\n"
 SECRET = "TOP SECRET\n"
-README = Path(__file__).resolve().parent.parent / "README.md"
+AUDIT_PAGE = Path(__file__).resolve().parent.parent / "docs" / "audit.md"
 
 
 @dataclass
@@ -617,17 +617,17 @@ def test_verify_of_a_vanished_skill_lists_every_file_missing(tree: Tree) -> None
     assert len(report.drift) == 6
 
 
-# ------------------------------------------------------------------------------- README SQL
+# ------------------------------------------------------------------------------- manual SQL
 
-def readme_sql() -> list[str]:
-    """The auditor statements of the README's "Disclosure and audit" section, verbatim."""
-    section = README.read_text().split("## Disclosure and audit", 1)[1].split("\n## ", 1)[0]
+def audit_page_sql() -> list[str]:
+    """The auditor statements of the manual's "Disclosure" section (docs/audit.md), verbatim."""
+    section = AUDIT_PAGE.read_text().split("## Disclosure\n", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
     return [statement.strip() for statement in block.split(";") if statement.strip()]
 
 
 @pytest.mark.parametrize("db_backend", ["sqlite"])  # the statements run through sqlite3 here
-def test_the_readme_audit_questions_answer_correctly(tmp_path: Path,
+def test_the_manual_audit_questions_answer_correctly(tmp_path: Path,
                                                      open_index: OpenIndex) -> None:
     root = tmp_path / "skills"
     for name in ("pdf", "docx", "never", "off"):
@@ -644,7 +644,7 @@ def test_the_readme_audit_questions_answer_correctly(tmp_path: Path,
         index.read("skill://pdf/../docx/SKILL.md", reason="sneaky", session="review-42")
     with pytest.raises(SkillNotFoundError):
         index.read("skill://never-indexed", reason="typo", session="review-42")
-    loaded, never, refused = readme_sql()
+    loaded, never, refused = audit_page_sql()
     with sqlite3.connect(db) as connection:
         assert connection.execute(loaded).fetchall() == [("pdf", 2, body + forms)]
         assert connection.execute(never).fetchall() == [("never",)]
