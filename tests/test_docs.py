@@ -1,0 +1,140 @@
+"""The README and the manual: every link leads somewhere; every command and setting is in it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from skillindex import config
+from skillindex.cli import reference
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
+LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", flags=re.DOTALL | re.MULTILINE)
+CODE = re.compile(r"`[^`\n]*`")
+
+
+def prose(text: str) -> str:
+    """The text without code blocks and code spans, where brackets are not links."""
+    return CODE.sub("", FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """The anchor a forge (GitHub's rule) gives a Markdown heading."""
+    text = heading.strip().lower()
+    text = "".join(ch for ch in text
+                   if ch in " -_" or unicodedata.category(ch)[0] in "LN")
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found: set[str] = set()
+    for line in FENCE.sub("", page.read_text()).splitlines():
+        if match := re.match(r"#{1,6} (.*)", line):
+            base = slug(match.group(1).replace("`", ""))
+            anchor, n = base, 1
+            while anchor in found:
+                anchor, n = f"{base}-{n}", n + 1
+            found.add(anchor)
+    return found
+
+
+def links() -> list[tuple[Path, str]]:
+    return [(page, target) for page in PAGES for target in LINK.findall(prose(page.read_text()))]
+
+
+@pytest.mark.parametrize(("page", "target"), links(),
+                         ids=[f"{p.name}:{t}" for p, t in links()])
+def test_every_link_leads_to_a_file_or_heading_that_exists(page: Path, target: str) -> None:
+    if re.match(r"[a-z]+:", target):  # https:, mailto: ... : not followed offline
+        return
+    path, _, anchor = target.partition("#")
+    destination = (page.parent / path).resolve() if path else page
+    assert destination.exists(), f"{page.name} links to {target}, which is not there"
+    if anchor:
+        assert destination.suffix == ".md", f"{page.name}: an anchor into {path}"
+        where = path or page.name
+        assert anchor in anchors(destination), f"{page.name}: no heading #{anchor} in {where}"
+
+
+def test_the_link_check_sees_a_broken_link_and_a_missing_heading(tmp_path: Path) -> None:
+    page = tmp_path / "a.md"
+    page.write_text("# Title\n\n## Two words\n\n[x](b.md) [y](#two-words) `[z](c.md)`\n")
+    assert LINK.findall(prose(page.read_text())) == ["b.md", "#two-words"]
+    assert anchors(page) == {"title", "two-words"}
+    heading = "Least privilege: who may touch the audit"
+    assert slug(heading) == "least-privilege-who-may-touch-the-audit"
+
+
+def test_every_page_of_the_manual_is_reachable_from_the_readme() -> None:
+    reached, todo = {REPO / "README.md"}, [REPO / "README.md"]
+    while todo:
+        page = todo.pop()
+        for target in LINK.findall(prose(page.read_text())):
+            path = target.partition("#")[0]
+            if path and not re.match(r"[a-z]+:", path):
+                found = (page.parent / path).resolve()
+                if found.suffix == ".md" and found.exists() and found not in reached:
+                    reached.add(found)
+                    todo.append(found)
+    assert sorted(p.name for p in set(PAGES) - reached) == []
+
+
+def test_the_command_reference_is_what_the_command_tree_says() -> None:
+    page = REPO / "docs" / "commands.md"
+    assert page.read_text() == reference.reference(), (
+        "docs/commands.md is out of date: python -m skillindex.cli.reference docs/commands.md")
+
+
+def test_the_command_reference_lists_every_command_and_option() -> None:
+    text = reference.reference()
+    for command in ("skillindex read", "skillindex audit verify", "skillindex db upgrade",
+                    "skillindex hosts", "skillindex check"):
+        assert f"\n## {command}\n" in text
+    assert "--max-bytes N" in text and "--context-window" in text
+
+
+def setting_keys() -> dict[str, set[str]]:
+    """Every key the settings file takes, per table, from the settings module itself."""
+    skills = {f.name for f in fields(config.Settings)} - {
+        "roots", "source", "index_name", "reindex_timeout", "audit_lock_timeout", "catalog"}
+    return {
+        "Top level": {"index", "reindex_timeout", "audit_lock_timeout"},
+        "`[skills]`": skills,
+        "`[skills.catalog]`": {f.name for f in fields(config.CatalogModes)},
+        "`[[roots]]`": {f.name for f in fields(config.RootConfig)},
+    }
+
+
+def test_every_setting_is_in_the_settings_reference() -> None:
+    text = (REPO / "docs" / "settings.md").read_text()
+    reference_part = text.split("\n## Reference\n", 1)[1]
+    for table, keys in setting_keys().items():
+        section = reference_part.split(f"\n### {table}\n", 1)[1].split("\n### ", 1)[0]
+        rows = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+        assert keys - rows == set(), f"undocumented in {table}"
+        assert rows - keys == set(), f"documented in {table} but not a setting"
+
+
+def test_the_top_level_keys_are_the_ones_the_settings_reader_takes() -> None:
+    top = {"skills", "roots", *setting_keys()["Top level"]}
+    assert top == config._TOP_LEVEL_KEYS  # the reader's own list
+
+
+def test_the_readme_is_short_and_has_the_two_set_up_commands() -> None:
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    quick = text.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)```", quick, flags=re.DOTALL)
+    assert [c.strip() for c in commands] == [
+        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/skillindex reindex",
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest",
+    ]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ".venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'" in ci
+    assert ".venv/bin/pytest" in ci
