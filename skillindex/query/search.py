@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from skillindex.errors import SearchQueryError
@@ -77,10 +77,14 @@ class SearchHit:
                 "description": self.description, "location": self.location}
 
 
-def winning_hits(matches: Sequence[SearchMatch], resolution: Resolution) -> list[SearchHit]:
-    """The matches that are winners of the resolution, best first (ties in precedence order)."""
-    winners: dict[int, list[Winner]] = {}
-    for winner in resolution.winners:
-        winners.setdefault(winner.candidate.id, []).append(winner)
+def winning_hits(matches: Sequence[SearchMatch],
+                 winners: Resolution | Mapping[int, Sequence[Winner]]) -> list[SearchHit]:
+    """The matches that are winners (of a resolution, or as the stored one maps candidate ids
+    to winners), best first (ties in precedence order)."""
+    if isinstance(winners, Resolution):
+        by_id: dict[int, list[Winner]] = {}
+        for winner in winners.winners:
+            by_id.setdefault(winner.candidate.id or 0, []).append(winner)
+        winners = by_id
     return [SearchHit(match.score, winner) for match in matches
             for winner in winners.get(match.candidate_id, ())]

@@ -172,6 +172,14 @@ class Reader:
                 yield self._winner(row[1], row[2], row[3:], tuple(found.get(row[3], ())))
             after = int(page[-1][0])
 
+    def among(self, ids: Sequence[int]) -> dict[int, list[Winner]]:
+        """The winners these candidates are (a name qualified by several roots: several)."""
+        found: dict[int, list[Winner]] = {}
+        for cid, name, collision, *columns in resolved.search_winners(self.session,
+                                                                      self.set_id, ids):
+            found.setdefault(int(cid), []).append(self._winner(name, collision, columns))
+        return found
+
     def collisions(self) -> list[Collision]:
         seen: dict[str, Collision] = {}
         for text in resolved.collisions(self.session, self.set_id):

@@ -140,6 +140,14 @@ def winner_row(session: Session, set_id: int, name: str) -> Any:
     return session.execute(text(sql.WINNER_BY_NAME), {"set_id": set_id, "name": name}).first()
 
 
+def search_winners(session: Session, set_id: int, ids: Sequence[int]) -> list[Any]:
+    """The rows of `sql.SEARCH_WINNERS`: the winners among these matched candidates."""
+    if not ids:
+        return []
+    statement = sql.SEARCH_WINNERS.format(ids=", ".join(str(int(cid)) for cid in ids))
+    return list(session.execute(text(statement), {"set_id": set_id}))
+
+
 def catalog_listing(session: Session, set_id: int) -> Iterator[Listing]:
     """Every winner as the catalog reads it, in catalog order, streamed: the descriptions pass
     through one page at a time, never all held."""
