@@ -39,7 +39,7 @@ from skillindex.query import read as read_flow
 from skillindex.query import reindex as reindex_flow
 from skillindex.query import verify as verify_flow
 from skillindex.query.admin import context_files, database_grants, migrate_database
-from skillindex.query.catalog import Catalog
+from skillindex.query.catalog import SEARCH_COMMAND, Catalog
 from skillindex.query.contextfiles import find_context_files
 from skillindex.query.library import Library
 from skillindex.query.lockfile import LockDrift, LockEntry
@@ -236,7 +236,8 @@ class SkillIndex:
 
     def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,
                 format: str = "xml", tools: Iterable[str] = ("read",),
-                session: str | None = None, query: str | None = None) -> Catalog:
+                session: str | None = None, query: str | None = None,
+                search_hint: str | None = SEARCH_COMMAND) -> Catalog:
         """The level-1 catalog for the model, within the budget, from the store alone.
 
         With a `query`, the skills most relevant to it come first and keep their descriptions
@@ -245,10 +246,13 @@ class SkillIndex:
         cached in the store per roots, settings and request until the next reindex (or, in
         usage order, the next load), so a host asking again pays one lookup. With a `session`,
         the publication is audited as a `catalog.published` event at level 1 with the size of
-        the text in bytes.
+        the text in bytes. A catalog that leaves skills out ends with a line saying how many and
+        that `search_hint` (what the model can search with) finds them, unless it is None or
+        the `catalog_search_hint` setting is off.
         """
         request = quick.request(max_chars=max_chars, context_window=context_window,
-                                format=format, tools=tools, query=query)
+                                format=format, tools=tools, query=query,
+                                search_hint=search_hint)
         return publish_flow.catalog(self._store, self._here, request, session=session,
                                     now=datetime.now(UTC))
 

@@ -107,6 +107,8 @@ class Settings:
     # Without a search text, the catalog lists winners by precedence or by recent use.
     catalog_order: str = "precedence"
     catalog_usage_days: int = 30
+    # A catalog that leaves skills out ends with a line saying how many and what finds them.
+    catalog_search_hint: bool = True
     catalog: CatalogModes = CatalogModes()
     presets: bool = True
     roots: tuple[RootConfig, ...] = ()

@@ -25,9 +25,11 @@ from skillindex.query.catalog import (
     CatalogEntry,
     CatalogItem,
     Format,
+    SearchHint,
     _Renderer,
     budget,
     build,
+    build_ranked,
     empty,
 )
 from tests.conftest import OpenIndex, root_settings, write_skill
@@ -437,3 +439,84 @@ def test_an_unchanged_reindex_keeps_the_cached_catalog(
     index.reindex()
     assert cached() == 0
     assert "skill-new" in index.catalog().text
+
+
+def _budgeted(count: int, description: str = "Does a thing with documents. " * 4,
+              ) -> list[CatalogItem]:
+    return [CatalogItem(f"skill-{n:03d}", description, f"/s/skill-{n:03d}/SKILL.md")
+            for n in range(count)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_entry_says_what_it_costs(fmt: Format) -> None:
+    items = [*_budgeted(5), CatalogItem("plain", "", "/s/plain/SKILL.md", mode="names-only",
+                                        why="mode: a names_only pattern names it")]
+    for limit in (10**6, 1_200, 600):
+        catalog = build(items, max_chars=limit, fmt=fmt)
+        renderer = _Renderer(fmt)
+        assert [e.chars for e in catalog.entries] == [len(renderer.entry(e))
+                                                      for e in catalog.entries]
+        head, between, tail = renderer.frame()
+        assert catalog.chars == (len(head) + len(tail) + sum(e.chars for e in catalog.entries)
+                                 + len(between) * (len(catalog.entries) - 1))
+        plain = next(e for e in catalog.entries if e.name == "plain")
+        assert plain.why == "mode: a names_only pattern names it"
+        assert "chars" in plain.as_dict()
+
+
+def test_each_shortened_entry_says_why() -> None:
+    items = _budgeted(8)
+    full = len(build(items, max_chars=10**6, fmt="xml").text)
+    cut = build(items, max_chars=full - 200, fmt="xml")
+    assert cut.truncated and all(e.why.startswith("budget: every description cut to ")
+                                 for e in cut.truncated)
+    names = build(items, max_chars=names_size("xml", items), fmt="xml")
+    assert names.truncated and all(e.why.startswith("budget: names only")
+                                   for e in names.truncated)
+    assert all(not e.why for e in build(items, max_chars=10**6, fmt="xml").entries)
+
+
+def test_a_ranked_catalog_says_each_skills_rank() -> None:
+    items = [replace(item, rank=number) for number, item in enumerate(_budgeted(30), 1)]
+    items[-1] = replace(items[-1], rank=None)  # no match for the query
+    catalog = build_ranked(items, max_chars=2_000, fmt="xml")
+    whole = [e for e in catalog.entries if not e.truncated]
+    named = [e for e in catalog.entries if e.truncated]
+    assert whole and named and catalog.omitted
+    assert all(not e.why for e in whole)
+    rank = len(whole) + 1
+    assert named[0].why == f"query rank {rank}: names only once better matches filled 2000 " \
+                           "characters"
+    reasons = [o.reason for o in catalog.omitted]
+    assert reasons[-1] == "no match for the query: does not fit in 2000 characters"
+    assert reasons[0] == f"query rank {rank + len(named)}: does not fit in 2000 characters"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("ranked", [False, True], ids=["precedence", "query"])
+def test_a_catalog_that_leaves_skills_out_says_how_many_and_what_finds_them(
+        fmt: Format, ranked: bool) -> None:
+    items = _budgeted(200)
+    make = build_ranked if ranked else build
+    hint = SearchHint("the search_skills tool")
+    for limit in (500, 2_000, 6_000):
+        catalog = make(items, max_chars=limit, fmt=fmt, hint=hint)
+        left_out = len(catalog.omitted)
+        assert 0 < left_out < 200 and len(catalog.text) <= limit
+        sentence = f"{left_out} more skills are not listed here; the search_skills tool finds"
+        if fmt == "json":
+            document = json.loads(catalog.text)
+            assert document["not_listed"] == left_out and sentence in document["search"]
+            assert len(document["skills"]) == len(catalog.entries)
+        else:
+            assert catalog.text.splitlines()[-1].count(sentence) == 1
+        if fmt == "xml":
+            assert len(ET.fromstring(catalog.text).findall("skill")) == len(catalog.entries)
+        elsewhere = make(items, max_chars=limit, fmt=fmt,
+                         hint=SearchHint("the search_skills tool", elsewhere=1_000))
+        assert f"{len(elsewhere.omitted) + 1_000:,} more skills" in elsewhere.text
+        assert all(o.reason.endswith(f" {limit} characters") for o in elsewhere.omitted)
+    everything = make(items, max_chars=10**6, fmt=fmt, hint=hint)
+    assert not everything.omitted and "not listed" not in everything.text
+    assert make(items, max_chars=30, fmt=fmt, hint=hint).text == make(
+        items, max_chars=30, fmt=fmt).text  # no room for the line: no line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,14 @@ from skillindex.config import CatalogModes, Environment, Settings, parse_setting
 from skillindex.errors import ConfigError, IntegrityError, SearchQueryError
 from skillindex.model import Validation
 from skillindex.query import modes as catalog_modes
-from skillindex.query.catalog import Catalog, CatalogItem, build, build_ranked
+from skillindex.query.catalog import (
+    SEARCH_COMMAND,
+    Catalog,
+    CatalogItem,
+    SearchHint,
+    build,
+    build_ranked,
+)
 from skillindex.query.quick import cached_catalog
 from tests.conftest import isolate_cli, root_settings, write_skill
 
@@ -65,16 +73,17 @@ def test_a_tight_budget_keeps_the_most_relevant_in_full(db_url: str, env: Enviro
         full = index.catalog(query="audio recordings", max_chars=10**6).entries
         first, second, *rest = (CatalogItem(e.name, e.description, e.location) for e in full)
         # Exactly the size of the best match in full and the next by name: whatever the length
-        # of the locations, the third skill cannot fit, not even by name.
+        # of the locations, the third skill cannot fit, not even by name (without the line
+        # that names the search, which has a test of its own).
         budget = len(build_ranked([first, CatalogItem(second.name, "", second.location)],
                                   max_chars=10**6, fmt="xml").text)
-        catalog = index.catalog(query="audio recordings", max_chars=budget)
+        catalog = index.catalog(query="audio recordings", max_chars=budget, search_hint=None)
         assert [(e.name, e.description, e.truncated) for e in catalog.entries] == [
             ("echo", TOPICS["echo"], False), (second.name, "", True)]
         assert {o.name for o in catalog.omitted} == {item.name for item in rest} | {
             "foxtrot"}  # manual-only
         assert len(catalog.text) == budget
-        tiny = index.catalog(query="audio recordings", max_chars=180)
+        tiny = index.catalog(query="audio recordings", max_chars=180, search_hint=None)
         assert _names(tiny) == ["echo"]
         assert {o.name for o in tiny.omitted} >= {"alpha", "bravo"}
         assert tiny.as_dict()["ranked_by"] == "query"
@@ -215,10 +224,11 @@ def _everything(index: SkillIndex, modes: CatalogModes) -> list[CatalogItem]:
     """What the catalog would show, built the slow way: every winner with its description."""
     items = []
     for winner in index.winners():
-        mode = catalog_modes.mode_of(winner, modes).mode
-        if mode is not catalog_modes.Mode.MANUAL_ONLY:
+        mode = catalog_modes.mode_of(winner, modes)
+        if mode.mode is not catalog_modes.Mode.MANUAL_ONLY:
+            why = f"mode: {mode.reason}" if mode.mode is catalog_modes.Mode.NAMES_ONLY else ""
             items.append(CatalogItem(winner.name, winner.candidate.description or "",
-                                     str(winner.candidate.path), str(mode)))
+                                     str(winner.candidate.path), str(mode.mode), why=why))
     pinned = [item for item in items if item.mode == "pinned"]
     return pinned + [item for item in items if item.mode != "pinned"]
 
@@ -241,7 +251,8 @@ def test_descriptions_read_for_the_budget_only_give_the_same_catalog(
         assert len(items) == 59
         full = len(build(items, max_chars=10**6, fmt=fmt).text)
         for limit in sorted({0, 40, 120, 300, 700, 1500, 3000, full // 2, full - 1, full}):
-            expected = build(items, max_chars=limit, fmt=fmt)
+            expected = build(items, max_chars=limit, fmt=fmt,
+                             hint=SearchHint(SEARCH_COMMAND))
             catalog = index.catalog(max_chars=limit, format=fmt)
             assert catalog.text == expected.text, limit
             assert catalog.entries == expected.entries, limit
@@ -249,3 +260,36 @@ def test_descriptions_read_for_the_budget_only_give_the_same_catalog(
             ranked = index.catalog(max_chars=limit, format=fmt, query="useful thing")
             assert {e.name for e in ranked.entries} <= {item.name for item in items}
             assert all(not e.truncated for e in ranked.entries if e.description)
+
+
+def test_the_catalog_line_names_the_search_and_a_setting_turns_it_off(
+        db_url: str, env: Environment, tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    for number in range(80):
+        write_skill(root, f"tool-{number:02d}",
+                    description=f"Tool {number} converts documents into other formats.")
+    with _open(db_url, env, root) as index:
+        catalog = index.catalog(max_chars=1_500)
+        assert catalog.omitted
+        last = catalog.text.splitlines()[-1]
+        assert last == (f"<!-- {len(catalog.omitted)} more skills are not listed here; the "
+                        'command `skillindex search "<what you need>"` finds them by what they '
+                        "do. -->")
+        assert "search_skills" in index.catalog(max_chars=1_500,
+                                                search_hint="the search_skills tool").text
+        assert "not listed" not in index.catalog(max_chars=1_500, search_hint=None).text
+        ranked = index.catalog(max_chars=1_500, query="convert documents", format="json")
+        document = json.loads(ranked.text)
+        assert document["not_listed"] == len(ranked.omitted)
+        assert all(entry.chars > 0 for entry in ranked.entries)
+        shown = json.loads(json.dumps(ranked.as_dict()))
+        assert all("chars" in entry for entry in shown["entries"])
+        assert any(o.reason.startswith("query rank ") for o in ranked.omitted)
+    with _open(db_url, env, root, catalog_search_hint=False) as index:
+        assert "not listed" not in index.catalog(max_chars=1_500).text
+
+
+def test_the_search_hint_setting_is_read_and_checked(tmp_path: Path) -> None:
+    assert parse_settings({"skills": {"catalog_search_hint": False}}).catalog_search_hint is False
+    with pytest.raises(ConfigError, match="catalog_search_hint must be true or false"):
+        parse_settings({"skills": {"catalog_search_hint": "no"}})

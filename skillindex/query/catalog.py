@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat, takewhile
 from typing import Any, Literal
@@ -36,6 +36,8 @@ class CatalogItem:
     # descriptions only for the skills its budget can show one for (see `describable`); the
     # rest arrive with "" and this flag, which marks a names-only entry as shortened.
     described: bool | None = None
+    why: str = ""  # for a names-only skill, why its mode is that
+    rank: int | None = None  # in a catalog ranked by a search: 1 for the best match
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +46,30 @@ class CatalogEntry:
     description: str
     location: str
     truncated: bool = False
+    chars: int = 0  # the length of this entry's text (the frame and separators not counted)
+    why: str = ""  # why its description is shortened or not shown, when it is
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "description": self.description, "location": self.location,
-                "truncated": self.truncated}
+        shown: dict[str, object] = {
+            "name": self.name, "description": self.description, "location": self.location,
+            "truncated": self.truncated, "chars": self.chars}
+        if self.why:
+            shown["why"] = self.why
+        return shown
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHint:
+    """The line a catalog ends with when it cannot show every skill: how many it leaves out
+    and what finds them (`finder`, e.g. "the search_skills tool"). `elsewhere` counts skills
+    left out before the items reached the catalog."""
+
+    finder: str
+    elsewhere: int = 0
+
+
+# How a host without MCP finds the skills a catalog leaves out.
+SEARCH_COMMAND = 'the command `skillindex search "<what you need>"`'
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +200,21 @@ class _Renderer:
         head, between, tail = self.frame()
         return head + between.join(texts) + tail
 
+    def hinted(self, texts: Sequence[str], left_out: int, finder: str) -> str:
+        """The catalog of these entries ending with the line that says how many skills it
+        leaves out and what finds them: an XML comment after the element (the text stays
+        well-formed), a last line of Markdown, two last keys of the JSON object."""
+        sentence = (f"{left_out:,} more {'skill is' if left_out == 1 else 'skills are'} not "
+                    f"listed here; {finder} finds them by what they do.")
+        head, between, tail = self.frame()
+        listed = head + between.join(texts)
+        if self.fmt == "xml":
+            return f"{listed}{tail}<!-- {sentence.replace('--', '- -')} -->\n"
+        if self.fmt == "markdown":
+            return f"{listed}{tail}{escape.markdown(sentence)}\n"
+        return (f'{listed}], "not_listed": {left_out}, '
+                f'"search": {escape.json_safe(json.dumps(sentence, ensure_ascii=False))}}}')
+
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
@@ -191,7 +228,8 @@ def _folded(items: Sequence[CatalogItem]) -> list[CatalogItem]:
         text = "" if item.mode == NAMES_ONLY else escape.fold(item.description)
         described = (bool(text) if item.described is None
                      else item.described and item.mode != NAMES_ONLY)
-        folded.append(CatalogItem(item.name, text, item.location, item.mode, described))
+        folded.append(CatalogItem(item.name, text, item.location, item.mode, described,
+                                  item.why, item.rank))
     return folded
 
 
@@ -207,61 +245,125 @@ def describable(items: Iterable[tuple[str, str]], *, max_chars: int, fmt: Format
 
 
 def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
-          ranked_by: str = "precedence") -> Catalog:
+          ranked_by: str = "precedence", hint: SearchHint | None = None) -> Catalog:
     """Everything in full if it fits; else descriptions shortened evenly; else names only.
-    Pinned skills keep their descriptions whole throughout."""
+    Pinned skills keep their descriptions whole throughout. With a `hint`, a catalog that
+    leaves skills out ends with the line saying so (within the budget)."""
     renderer = _Renderer(fmt)
-    items = _folded(items)
-    whole = _rendered_within(
-        renderer, (CatalogEntry(i.name, i.description, i.location) for i in items), max_chars)
-    if whole is not None:
-        text, full = whole
-        return Catalog(text, fmt, max_chars, full, ranked_by=ranked_by)
-    shortened = _shortened(renderer, items, max_chars)
-    if shortened is not None:
-        return Catalog(renderer.render(shortened), fmt, max_chars, tuple(shortened),
-                       ranked_by=ranked_by)
-    return _names_only(renderer, items, max_chars, fmt, ranked_by)
+    folded = _folded(items)
+
+    def made(chars: int) -> Catalog:
+        whole = _rendered_within(renderer, (CatalogEntry(i.name, i.description, i.location,
+                                                         why=i.why) for i in folded), chars)
+        if whole is not None:
+            return Catalog(whole[0], fmt, chars, _costed(renderer, whole[1]),
+                           ranked_by=ranked_by)
+        # Reasons name the whole budget, though the hint's line may take some of it.
+        shortened = _shortened(renderer, folded, chars, max_chars)
+        if shortened is not None:
+            return _finished(renderer, shortened, chars, fmt, ranked_by)
+        return _names_only(renderer, folded, chars, fmt, ranked_by, max_chars)
+
+    return _hinted(made, renderer, len(folded), max_chars, hint)
 
 
-def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format) -> Catalog:
+def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
+                 hint: SearchHint | None = None) -> Catalog:
     """Relevance first: items arrive best first (pinned before them); each keeps its full
     description while it fits, then names only from the first that does not, then the rest
-    is omitted and reported."""
+    is omitted and reported, each with its rank. With a `hint`, as `build`."""
     renderer = _Renderer(fmt)
-    head, between, tail = renderer.frame()
-    used = len(head) + len(tail)
-    kept: list[CatalogEntry] = []
-    omitted: list[str] = []
-    in_full = True
-    for item in _folded(items):
-        options = []
-        if in_full or item.mode == PINNED:
-            options.append(CatalogEntry(item.name, item.description, item.location))
-        options.append(CatalogEntry(item.name, "", item.location,
-                                    truncated=bool(item.described)))
-        for number, entry in enumerate(options):
-            cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
-            if used + cost <= max_chars:
-                kept.append(entry)
-                used += cost
-                if number and item.mode != PINNED:
-                    in_full = False
-                break
-        else:
-            in_full = False
-            omitted.append(item.name)
-    reasons = (f"does not fit in {max_chars} characters",) * len(omitted)
-    return Catalog(renderer.render(kept), fmt, max_chars, tuple(kept), tuple(omitted), reasons,
-                   "query")
+    folded = _folded(items)
+
+    def made(chars: int) -> Catalog:
+        head, between, tail = renderer.frame()
+        used = len(head) + len(tail)
+        kept: list[CatalogEntry] = []
+        omitted: list[str] = []
+        reasons: list[str] = []
+        in_full = True
+        smallest = _smallest(renderer)
+        for item in folded:
+            if used + smallest > chars:  # nothing more fits: no need to render the rest
+                omitted.append(item.name)
+                reasons.append(f"{_ranked(item)}: does not fit in {max_chars} characters")
+                continue
+            options = []
+            if in_full or item.mode == PINNED:
+                options.append(CatalogEntry(item.name, item.description, item.location,
+                                            why=item.why))
+            why = item.why or (f"{_ranked(item)}: names only once better matches filled "
+                               f"{max_chars} characters" if item.described else "")
+            options.append(CatalogEntry(item.name, "", item.location,
+                                        truncated=bool(item.described), why=why))
+            for number, entry in enumerate(options):
+                cost = len(renderer.entry(entry)) + (len(between) if kept else 0)
+                if used + cost <= chars:
+                    kept.append(entry)
+                    used += cost
+                    if number and item.mode != PINNED:
+                        in_full = False
+                    break
+            else:
+                in_full = False
+                omitted.append(item.name)
+                reasons.append(f"{_ranked(item)}: does not fit in {max_chars} characters")
+        return _finished(renderer, kept, chars, fmt, "query", omitted, reasons)
+
+    return _hinted(made, renderer, len(folded), max_chars, hint)
 
 
-def _with_cap(items: Iterable[CatalogItem], cap: int) -> Iterator[CatalogEntry]:
+def _smallest(renderer: _Renderer) -> int:
+    """What the shortest entry could cost: empty name and location, after another entry."""
+    return len(renderer.entry(CatalogEntry("", "", ""))) + len(renderer.frame()[1])
+
+
+def _ranked(item: CatalogItem) -> str:
+    return "no match for the query" if item.rank is None else f"query rank {item.rank}"
+
+
+def _costed(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> tuple[CatalogEntry, ...]:
+    return tuple(replace(entry, chars=len(renderer.entry(entry))) for entry in entries)
+
+
+def _finished(renderer: _Renderer, kept: Sequence[CatalogEntry], max_chars: int, fmt: Format,
+              ranked_by: str, omitted: Sequence[str] = (),
+              reasons: Sequence[str] = ()) -> Catalog:
+    """The catalog of these entries, each with its cost in characters."""
+    entries = _costed(renderer, kept)
+    return Catalog(renderer.render(entries), fmt, max_chars, entries, tuple(omitted),
+                   tuple(reasons), ranked_by)
+
+
+def _hinted(made: Callable[[int], Catalog], renderer: _Renderer, count: int, max_chars: int,
+            hint: SearchHint | None) -> Catalog:
+    """`made(max_chars)`, or, when that leaves skills out and a hint is asked for, the catalog
+    made within what the hint's line leaves of the budget, ending with that line."""
+    catalog = made(max_chars)
+    if hint is None or not (catalog.omitted_names or hint.elsewhere):
+        return catalog
+    # The line at its longest: every item and every skill elsewhere left out.
+    line = (len(renderer.hinted([], count + hint.elsewhere, hint.finder))
+            - len(renderer.joined([""])))
+    if line > max_chars:
+        return catalog
+    within = made(max_chars - line)
+    text = renderer.hinted([renderer.entry(entry) for entry in within.entries],
+                           len(within.omitted_names) + hint.elsewhere, hint.finder)
+    if len(text) > max_chars:  # nothing fits beside the line but the line itself
+        return catalog
+    return replace(within, text=text, max_chars=max_chars)
+
+
+def _with_cap(items: Iterable[CatalogItem], cap: int, budget: int = 0,
+              ) -> Iterator[CatalogEntry]:
     for item in items:
         description = item.description if item.mode == PINNED else _shorten(item.description,
                                                                              cap)
-        yield CatalogEntry(item.name, description, item.location,
-                           truncated=description != item.description)
+        truncated = description != item.description
+        why = item.why or (f"budget: every description cut to {cap} characters to fit "
+                           f"{budget}" if truncated else "")
+        yield CatalogEntry(item.name, description, item.location, truncated=truncated, why=why)
 
 
 def _measured(renderer: _Renderer, entries: Iterable[CatalogEntry],
@@ -301,8 +403,8 @@ def _fits(renderer: _Renderer, entries: Iterable[CatalogEntry], max_chars: int) 
     return all(size <= max_chars for size in _sizes(renderer, entries))
 
 
-def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
-               max_chars: int) -> list[CatalogEntry] | None:
+def _shortened(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
+               budget: int) -> list[CatalogEntry] | None:
     """The largest equal cap on every description that fits, or None when even the least fails."""
     longest = max((len(i.description) for i in items if i.mode != PINNED), default=0)
     low, high = MIN_DESCRIPTION, longest - 1
@@ -314,17 +416,24 @@ def _shortened(renderer: _Renderer, items: Sequence[CatalogItem],
             low = middle
         else:
             high = middle - 1
-    return list(_with_cap(items, low))
+    return list(_with_cap(items, low, budget))
 
 
 def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
-                fmt: Format, ranked_by: str) -> Catalog:
+                fmt: Format, ranked_by: str, budget: int) -> Catalog:
     head, between, tail = renderer.frame()
     used = len(head) + len(tail)
     kept: list[CatalogEntry] = []
     omitted: list[str] = []
+    budgeted = (f"budget: names only, since descriptions of {MIN_DESCRIPTION} characters do "
+                f"not fit in {budget}")
+    smallest = _smallest(renderer)
     for item in items:
-        options = [CatalogEntry(item.name, "", item.location, truncated=bool(item.described))]
+        if used + smallest > max_chars:  # nothing more fits: no need to render the rest
+            omitted.append(item.name)
+            continue
+        options = [CatalogEntry(item.name, "", item.location, truncated=bool(item.described),
+                                why=item.why or (budgeted if item.described else ""))]
         if item.mode == PINNED:
             options.insert(0, CatalogEntry(item.name, item.description, item.location))
         for entry in options:
@@ -335,9 +444,8 @@ def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: in
                 break
         else:
             omitted.append(item.name)
-    reasons = (f"does not fit in {max_chars} characters",) * len(omitted)
-    text = renderer.render(kept) if kept else ""
-    return Catalog(text, fmt, max_chars, tuple(kept), tuple(omitted), reasons, ranked_by)
+    reasons = (f"does not fit in {budget} characters",) * len(omitted)
+    return _finished(renderer, kept, max_chars, fmt, ranked_by, omitted, reasons)
 
 
 def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str,

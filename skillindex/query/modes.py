@@ -57,14 +57,22 @@ def mode_for(name: str, declared: str | None, model_invocation: bool,
 _LISTED = CatalogMode(Mode.LISTED, "no [skills.catalog] pattern names it")
 
 
+def manual_only(winner: Winner, modes: CatalogModes) -> bool:
+    """Whether the catalog keeps this winner from the model (so must a search for the model)."""
+    return mode_of(winner, modes).mode is Mode.MANUAL_ONLY
+
+
 class Shown(NamedTuple):
-    """A winner the catalog may show, with its mode."""
+    """A winner the catalog may show, with its mode (and why, for a names-only one) and, in a
+    catalog ranked by a search, its rank among the matches (1 the best)."""
 
     name: str
     location: str
     candidate_id: int
     mode: Mode
     described: bool
+    why: str = ""
+    rank: int | None = None
 
 
 def listing_of(winner: Winner) -> Listing:
@@ -101,10 +109,13 @@ def arrange(winners: Iterable[Listing], modes: CatalogModes, *,
         if mode.mode is Mode.MANUAL_ONLY:
             manual.append((name, f"manual-only: {mode.reason}"))
         else:
+            why = f"mode: {mode.reason}" if mode.mode is Mode.NAMES_ONLY else ""
             (pinned if mode.mode is Mode.PINNED else rest).append(
-                Shown(name, location, cid, mode.mode, described))
+                Shown(name, location, cid, mode.mode, described, why))
     if scores is not None:
         rest.sort(key=lambda item: -scores.get(item.candidate_id, float("-inf")))
+        rest = [shown._replace(rank=number) if shown.candidate_id in scores else shown
+                for number, shown in enumerate(rest, 1)]
         ranked_by = "query"
     elif usage is not None:
         rest.sort(key=lambda item: -usage.get(item.name, 0))

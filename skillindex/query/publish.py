@@ -16,6 +16,7 @@ from skillindex.query import listing, modes, quick
 from skillindex.query.catalog import (
     Catalog,
     CatalogItem,
+    SearchHint,
     build,
     build_ranked,
     describable,
@@ -71,14 +72,18 @@ def _built(store: Library, here: Here, request: quick.Request,
             texts = resolved.descriptions(db, wanted)
     fetched = set(wanted)
     items = [CatalogItem(s.name, texts.get(s.candidate_id, ""), s.location, str(s.mode),
-                         None if s.candidate_id in fetched else s.described) for s in shown]
+                         None if s.candidate_id in fetched else s.described, s.why, s.rank)
+             for s in shown]
+    finder = request.hint(here.settings)
+    hint = None if finder is None else SearchHint(finder)
     if not request.has_read:
         result = empty(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
                        reason="the host has no read tool to load skills with")
     elif request.words is not None:
-        result = build_ranked(items, max_chars=limit, fmt=fmt)
+        result = build_ranked(items, max_chars=limit, fmt=fmt, hint=hint)
     else:
-        result = build(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by)
+        result = build(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
+                       hint=hint)
     return with_omitted(result, [name for name, _ in arranged.manual],
                         [reason for _, reason in arranged.manual])
 

@@ -15,25 +15,25 @@ from skillindex.config import Environment, Settings, database_url, load_settings
 from skillindex.errors import ConfigError, SkillIndexError
 from skillindex.model import RootSpec
 from skillindex.providers import plan_roots
-from skillindex.query.catalog import FORMATS, Catalog, Format, budget
+from skillindex.query.catalog import FORMATS, SEARCH_COMMAND, Catalog, Format, budget
 from skillindex.query.reader import Here, RootRuns, Unanswered
 from skillindex.query.resolve import Rules
 from skillindex.query.search import terms
 from skillindex.store.fastpath import cached_payload, sqlite_file
 
 # Part of every cached catalog's key: bump it when rendering or resolution changes.
-CATALOG_VERSION = 2
+CATALOG_VERSION = 3
 
 
 def catalog_key(*, limit: int, fmt: str, has_read: bool, runs: Sequence[tuple[str, int]],
                 roots: Sequence[RootSpec], settings: Settings, words: Sequence[str] | None,
-                usage: tuple[str, int] | None) -> str:
+                usage: tuple[str, int] | None, hint: str | None) -> str:
     """What a cached catalog depends on: request (budget, format, read tool, the search's
-    words), roots and their last runs, the policy, the catalog modes and order, and for a
-    usage order the window's start and the newest audit row."""
+    words, the search hint), roots and their last runs, the policy, the catalog modes and
+    order, and for a usage order the window's start and the newest audit row."""
     text = repr((CATALOG_VERSION, limit, fmt, has_read, list(runs), tuple(roots),
                  Rules.from_settings(settings), settings.catalog, settings.catalog_order,
-                 None if words is None else tuple(words), usage))
+                 None if words is None else tuple(words), usage, hint))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -47,16 +47,23 @@ def usage_since(days: int, now: datetime) -> datetime:
 @dataclass(frozen=True, slots=True)
 class Request:
     """A catalog request, checked: the budget in characters, the format, whether the host has
-    a read tool, and the search's words (None: no query)."""
+    a read tool, the search's words (None: no query) and what the model can search with, which
+    a catalog that leaves skills out names in its last line (None: no such line)."""
 
     limit: int
     fmt: Format
     has_read: bool
     words: tuple[str, ...] | None
+    search_hint: str | None = SEARCH_COMMAND
+
+    def hint(self, settings: Settings) -> str | None:
+        """The search hint, unless the `catalog_search_hint` setting turns it off."""
+        return self.search_hint if settings.catalog_search_hint else None
 
 
 def request(*, max_chars: int | None, context_window: int | None, format: str,
-            tools: Iterable[str], query: str | None) -> Request:
+            tools: Iterable[str], query: str | None,
+            search_hint: str | None = SEARCH_COMMAND) -> Request:
     """The request, or ConfigError (format, budget) or SearchQueryError (a query without words)."""
     if format not in FORMATS:
         raise ConfigError(f"unknown catalog format {format!r} (use {', '.join(FORMATS)})")
@@ -65,7 +72,8 @@ def request(*, max_chars: int | None, context_window: int | None, format: str,
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     fmt: Format = format
-    return Request(limit, fmt, "read" in set(tools), None if query is None else terms(query))
+    return Request(limit, fmt, "read" in set(tools), None if query is None else terms(query),
+                   search_hint)
 
 
 class Cache(Protocol):
@@ -88,7 +96,8 @@ def cached(store: Cache, here: Here, request: Request, *,
         usage = None if since is None else (since.isoformat(), last_event)
         return catalog_key(limit=request.limit, fmt=request.fmt, has_read=request.has_read,
                            runs=runs, roots=here.roots, settings=here.settings,
-                           words=request.words, usage=usage)
+                           words=request.words, usage=usage,
+                           hint=request.hint(here.settings))
 
     key, payload = store.cached_catalog(here, key_of, usage=since is not None)
     return key, since, None if payload is None else Catalog.from_cache(payload)
@@ -120,7 +129,8 @@ class _Cache:
 
 def cached_catalog(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
                    index: str | None, max_chars: int | None, context_window: int | None,
-                   format: str, tools: Iterable[str], query: str | None = None) -> Catalog | None:
+                   format: str, tools: Iterable[str], query: str | None = None,
+                   search_hint: str | None = SEARCH_COMMAND) -> Catalog | None:
     """The catalog `SkillIndex.catalog` would return, when a SQLite index has it cached (a
     usage-ordered catalog depends on the audit table and always takes the full path)."""
     env = Environment.from_os(cwd=cwd)
@@ -129,7 +139,7 @@ def cached_catalog(config: str | Path | None, *, db: str | None, cwd: str | Path
         return None
     try:
         asked = request(max_chars=max_chars, context_window=context_window, format=format,
-                        tools=tools, query=query)
+                        tools=tools, query=query, search_hint=search_hint)
     except SkillIndexError:
         return None  # the full path reports it
     settings = load_settings(config, env)
