@@ -10,7 +10,12 @@ import pytest
 pytest.importorskip("agentskills_core", reason="agentskills-core needs Python 3.12 or newer "
                     "and the agentskills extra")
 
-from agentskills_core import ResourceNotFoundError, SkillNotFoundError, SkillRegistry
+from agentskills_core import (
+    AgentSkillsError,
+    ResourceNotFoundError,
+    SkillNotFoundError,
+    SkillRegistry,
+)
 from agentskills_testing import (
     ASSET_BYTES,
     ASSET_NAME,
@@ -168,3 +173,22 @@ async def test_registered_in_a_skill_registry(provider: IndexProvider, tmp_path:
     entry = (tmp_path / "skills" / SKILL_ID / "SKILL.md").read_bytes()
     assert hashlib.sha256(await skill.read_file("SKILL.md")).digest() == \
         hashlib.sha256(entry).digest()
+
+
+@pytest.mark.asyncio
+async def test_search_finds_catalog_skills_by_what_they_do(tmp_path: Path,
+                                                           open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "invoice-reader", description="Reads the totals of invoices.")
+    write_skill(root, "chart-maker", description="Draws charts from a table.")
+    write_skill(root, "invoice-purge", "name: invoice-purge\ndescription: Deletes invoices.\n"
+                "disable-model-invocation: true\n")
+    index = open_index(root)
+    index.reindex()
+    provider = IndexProvider(index)
+    found = await provider.search("what do these invoices add up to?", limit=5)
+    assert [hit["skill_id"] for hit in found] == ["invoice-reader"]  # not the manual-only one
+    assert found[0]["description"] == "Reads the totals of invoices."
+    assert isinstance(found[0]["score"], float) and found[0]["score"] > 0
+    with pytest.raises(AgentSkillsError):
+        await provider.search("?!")

@@ -105,7 +105,7 @@ def test_the_server_declares_the_extension_resources_and_a_catalog(tree: Tree) -
         assert capabilities.resources is not None
         assert "pdf" in (client.instructions or "") and "load_skill" in (client.instructions or "")
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert tools == {"list_skills", "load_skill", "read_skill_file"}
+        assert tools == {"list_skills", "load_skill", "read_skill_file", "search_skills"}
         listed = {str(r.uri) for r in (await client.list_resources()).resources}
         assert "skill://pdf/SKILL.md" in listed
     tree.run(test)
@@ -547,3 +547,74 @@ def test_over_streamable_http_on_this_machine(tmp_path: Path,
     with SkillIndex.open() as index:
         (event,) = index.audit()
     assert (event.outcome, str(event.session).split("/")[0]) == ("ok", "mcp:http-host")
+
+
+def test_search_skills_is_typed_read_only_and_finds_a_skill_by_what_it_does(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        search = tools["search_skills"]
+        properties = search.input_schema["properties"]
+        assert (properties["query"]["type"], properties["limit"]["type"]) == ("string",
+                                                                            "integer")
+        assert search.input_schema["required"] == ["query"]
+        assert search.output_schema is not None
+        assert search.annotations is not None and search.annotations.read_only_hint is True
+        assert search.annotations.destructive_hint is False
+        found = await client.call_tool("search_skills",
+                                       {"query": "how do I read the text of a PDF?", "limit": 3})
+        assert not found.is_error
+        assert found.structured_content is not None
+        (best, *_) = found.structured_content["result"]
+        assert best == {"name": "pdf", "description": "Read PDFs.", "uri": "skill://pdf/SKILL.md",
+                        "score": best["score"]} and best["score"] > 0
+        some = await client.call_tool("search_skills", {"query": "extra skill", "limit": 2})
+        assert some.structured_content is not None
+        assert [hit["name"] for hit in some.structured_content["result"]][:2] == [
+            "extra-0", "extra-1"] or len(some.structured_content["result"]) == 2
+        for arguments in ({"query": "?!"}, {"query": "pdf", "limit": 0},
+                          {"query": "pdf", "limit": 51}):
+            refused = await client.call_tool("search_skills", arguments)
+            assert refused.is_error, arguments
+    tree.run(test)
+
+
+def test_search_skills_leaves_out_what_the_catalog_keeps_from_the_model(
+        tmp_path: Path, db_url: str, env: Environment) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "invoice-reader", description="Reads invoices.")
+    write_skill(root, "invoice-purge", "name: invoice-purge\ndescription: Deletes invoices.\n"
+                "disable-model-invocation: true\n")
+    with SkillIndex.open(root_settings(root), db=db_url, env=env) as index:
+        index.reindex()
+        assert {hit.name for hit in index.search("invoices")} == {"invoice-reader",
+                                                                  "invoice-purge"}
+
+        async def test(client: Client) -> None:
+            found = await client.call_tool("search_skills", {"query": "invoices"})
+            assert found.structured_content is not None
+            assert [hit["name"] for hit in found.structured_content["result"]] == [
+                "invoice-reader"]
+        Tree(root, index).run(test)
+
+
+def test_instructions_that_leave_skills_out_say_how_many_and_name_search_skills(
+        tmp_path: Path, db_url: str, env: Environment) -> None:
+    root = tmp_path / "skills"
+    for number in range(120):
+        write_skill(root, f"tool-{number:03d}",
+                    description=f"Tool {number} turns one kind of document into another, "
+                    "keeping its layout, tables and images as they were.")
+    with SkillIndex.open(root_settings(root), db=db_url, env=env) as index:
+        index.reindex()
+
+        async def test(client: Client) -> None:
+            instructions = client.instructions or ""
+            assert "search_skills" in instructions.splitlines()[0]
+            last = instructions.splitlines()[-1]
+            assert last.startswith("<!-- ") and last.endswith(
+                " more skills are not listed here; the search_skills tool finds them by what "
+                "they do. -->")
+            listed = instructions.count("<skill>")
+            assert last == (f"<!-- {120 - listed} more skills are not listed here; the "
+                            "search_skills tool finds them by what they do. -->")
+        Tree(root, index).run(test)

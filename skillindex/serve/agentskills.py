@@ -25,6 +25,7 @@ from skillindex import errors
 from skillindex.index.scanner import ENTRY
 from skillindex.model import Disclosure, SkillManifest
 from skillindex.query.disclose import SCHEME
+from skillindex.query.modes import manual_only
 
 if TYPE_CHECKING:
     from skillindex.api import SkillIndex
@@ -101,6 +102,18 @@ class IndexProvider(SkillProvider):
 
     async def list_files(self, skill_id: str) -> list[str]:
         return sorted(item.rel_path for item in self._manifest(skill_id).files)
+
+    async def search(self, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
+        """The catalog skills that best match `query`, best first: `{skill_id, description,
+        score}` each, as `skillindex search` ranks them, without the manual-only skills the
+        catalog keeps from the model. Not part of `SkillProvider`, which has no search: a
+        host that can offer the model a tool calls it directly."""
+        with self._lock, _translated(None):
+            hits = self.index.search(query, limit=limit * 2 + 8)
+            modes = self.index.settings.catalog
+            return [{"skill_id": hit.name, "description": hit.description,
+                     "score": round(hit.score, 6)}
+                    for hit in hits if not manual_only(hit.winner, modes)][:limit]
 
     # -- Disclosure (levels 2 and 3: verified and audited) ---------------------------------
 

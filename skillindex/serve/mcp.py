@@ -19,16 +19,18 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
-from mcp.types import RequestParams, Resource
+from mcp.types import RequestParams, Resource, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import StrictStr
+from typing_extensions import TypedDict
 
 from skillindex import __version__
 from skillindex.api import SkillIndex
 from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
-from skillindex.query.catalog import CatalogItem
+from skillindex.query.catalog import CatalogItem, SearchHint
 from skillindex.query.catalog import build as build_catalog
 from skillindex.query.disclose import SkillRef, parse_uri_options
+from skillindex.query.modes import manual_only
 from skillindex.serve import skills
 
 INVALID_PARAMS = -32602
@@ -38,9 +40,21 @@ POLL_SECONDS = 1.0
 TTL_MS = 0  # the listing changes at any reindex; the server says so with list_changed
 CACHE_SCOPE = "private"  # what is served depends on this user's roots and working directory
 _LEGACY_SESSIONS = 64
+MAX_SEARCH_LIMIT = 50
+# What the instructions' last line names as finding the skills they leave out.
+SEARCH_TOOL = "the search_skills tool"
 # Each part of an audit session (`mcp:<client>/<connection>`) is at most this many characters,
 # so the whole stays within the audit's bound on a session and is never cut there.
 SESSION_PART = 64
+
+class SkillMatch(TypedDict):
+    """One result of search_skills."""
+
+    name: str
+    description: str
+    uri: str
+    score: float
+
 
 class _ListParams(RequestParams):
     cursor: StrictStr | None = None
@@ -83,20 +97,29 @@ class Skills:
 
     def _instructions(self, publication: skills.Publication) -> str:
         """The catalog `skillindex catalog` renders (its order, modes and budget), of the
-        skills this server serves, each located by the skill:// URI of its SKILL.md."""
+        skills this server serves, each located by the skill:// URI of its SKILL.md; when it
+        cannot show every skill, its last line says how many it leaves out and that
+        search_skills finds them (unless `catalog_search_hint` is off)."""
         publication.extend(1)
         if not publication.skills:
             return "No skills are available from this server."
-        catalog = self.index.catalog()
+        catalog = self.index.catalog(search_hint=SEARCH_TOOL)
         items = []
         for entry in catalog.entries:  # a budget's worth, mostly the first skills
             skill = publication.served(entry.name)
             if skill is not None:
                 items.append(CatalogItem(entry.name, entry.description, skill.uri))
-        text = build_catalog(items, max_chars=catalog.max_chars, fmt=catalog.format).text
+        hint = None
+        if self.index.settings.catalog_search_hint:
+            budgeted = sum(1 for reason in catalog.omitted_reasons
+                           if not reason.startswith("manual-only"))
+            hint = SearchHint(SEARCH_TOOL, elsewhere=budgeted)
+        text = build_catalog(items, max_chars=catalog.max_chars, fmt=catalog.format,
+                             hint=hint).text
         return ("Skills from skillindex. Load a skill with the load_skill tool (by name) and "
                 "read its files with read_skill_file (skill:// URIs from list_skills), or "
-                "through the MCP skills extension (skills/list, resources/read).\n\n" + text)
+                "through the MCP skills extension (skills/list, resources/read); "
+                "search_skills finds skills by what they do.\n\n" + text)
 
     def _newer(self) -> tuple[skills.Publication, str] | None:
         if self.index.generation() == self.publication.generation:
@@ -249,6 +272,29 @@ class Skills:
             raise ToolError(str(exc)) from None
         return disclosure.text or ""
 
+    def search(self, query: str, limit: int) -> list[SkillMatch]:
+        """The served skills that best match `query`, best first, at most `limit` (1 to
+        MAX_SEARCH_LIMIT): as `skillindex search` ranks them, without the skills the catalog
+        keeps from the model (manual-only)."""
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise ToolError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}")
+        publication = self.publication
+        wanted = limit
+        while True:
+            try:
+                hits = self.index.search(query, limit=wanted)
+            except SkillIndexError as exc:
+                raise ToolError(str(exc)) from None
+            found: list[SkillMatch] = []
+            for hit in hits:
+                skill = publication.served(hit.name)
+                if skill is not None and not manual_only(hit.winner, self.index.settings.catalog):
+                    found.append(SkillMatch(name=hit.name, description=hit.description,
+                                            uri=skill.uri, score=round(hit.score, 6)))
+            if len(found) >= limit or len(hits) < wanted:
+                return found[:limit]
+            wanted *= 4
+
     def _refuse_unserved(self, uri: str, *, session: str, reason: str) -> NoReturn:
         outcome, message = "not-found", f"{uri} is not served"
         try:
@@ -367,6 +413,15 @@ class SkillServer(MCPServer[dict[str, Any]]):
                                 "resources/read")
             return content
 
+        def search_skills(query: str, limit: int = 10) -> list[SkillMatch]:
+            """Find skills by what they do: the best matches for `query` (a task in plain
+            words), best first, each with its name, description, the skill:// URI of its
+            SKILL.md and its score; load one with load_skill."""
+            return state.search(query, limit)
+
+        self.add_tool(search_skills, name="search_skills", structured_output=True,
+                      annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                                  idempotent_hint=True, open_world_hint=False))
         self.add_tool(list_skills, name="list_skills", structured_output=False)
         self.add_tool(load_skill, name="load_skill", structured_output=False)
         self.add_tool(read_skill_file, name="read_skill_file", structured_output=False)
