@@ -166,12 +166,15 @@ def relevance_table(report: dict[str, Any]) -> str:
                              f"{figures['prompts']} | {figures['recall@1']:.2f} | "
                              f"{figures['recall@5']:.2f} | {figures['mrr']:.3f} | {kept} |")
     lines.append("")
-    lines.append("| skills | search, median | search, worst | database |")
-    lines.append("|---|---:|---:|---:|")
+    lines.append("| skills | search, median | search, worst | CPU, median | CPU, worst | "
+                 "database |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
     for size in report["sizes"]:
         speed = size["speed"]
         lines.append(f"| {size['skill_files']:,} | {speed['median_s'] * 1000:.1f} ms | "
-                     f"{speed['worst_s'] * 1000:.1f} ms | {size['db_bytes'] / 2**20:.0f} MiB |")
+                     f"{speed['worst_s'] * 1000:.1f} ms | {speed['cpu_median_s'] * 1000:.1f} ms "
+                     f"| {speed['cpu_worst_s'] * 1000:.1f} ms | {size['db_bytes'] / 2**20:.0f} "
+                     "MiB |")
     process = report["process"]
     lines.append("")
     lines.append(f"`skillindex search` process at {report['sizes'][-1]['skill_files']:,}: "
