@@ -82,21 +82,33 @@ def tokens(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
-def bm25_baseline(skills: Sequence[tuple[str, str]]) -> Ranker:
+@dataclass(frozen=True, slots=True)
+class Baseline:
     """rank-bm25's BM25Okapi over each skill's name and description (words lower-cased, no
-    stemming), every skill scored; the baseline the search is measured against."""
-    from rank_bm25 import BM25Okapi  # the `bench` extra
+    stemming), every skill scored: what the search is measured against."""
 
-    model = BM25Okapi([tokens(f"{name} {description}") or ["-"]
-                       for name, description in skills])
-    names = [name for name, _ in skills]
+    names: list[str]
+    documents: list[list[str]]
+    model: Any
 
-    def rank(text: str) -> list[str]:
-        scores = model.get_scores(tokens(text))
+    @classmethod
+    def of(cls, skills: Sequence[tuple[str, str]]) -> Baseline:
+        from rank_bm25 import BM25Okapi  # the `bench` extra
+
+        documents = [tokens(f"{name} {description}") or ["-"] for name, description in skills]
+        return cls([name for name, _ in skills], documents, BM25Okapi(documents))
+
+    def __call__(self, text: str) -> list[str]:
+        scores = self.model.get_scores(tokens(text))
         best = sorted(range(len(scores)), key=lambda i: -scores[i])[:DEPTH]
-        return [names[i] for i in best if scores[i] > 0]
+        return [self.names[i] for i in best if scores[i] > 0]
 
-    return rank
+    def checked(self, texts: Sequence[str]) -> bool:
+        """Whether rank-bm25 gave these requests the scores BM25Okapi's definition gives."""
+        return all(math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9)
+                   for text in texts
+                   for got, expected in zip(self.model.get_scores(tokens(text)),
+                                            okapi(self.documents, tokens(text)), strict=True))
 
 
 def okapi(documents: Sequence[Sequence[str]], query: Sequence[str], *, k1: float = 1.5,
@@ -156,10 +168,10 @@ def evaluate(index: Any, prompts: Sequence[Prompt], *, baseline: bool = True,
         return [hit.name for hit in index.search(text, limit=DEPTH)]
 
     bm25 = None
-    if baseline:
-        bm25 = bm25_baseline([(w.name, w.candidate.description or "")
-                              for w in index.winners()])
     report: dict[str, Any] = {}
+    if baseline:
+        bm25 = Baseline.of([(w.name, w.candidate.description or "") for w in index.winners()])
+        report["bm25_checked"] = bm25.checked([p.text for p in prompts[:3]])
     for part in SETS:
         chosen = [p for p in prompts if p.part == part]
         if not chosen:

@@ -175,6 +175,11 @@ def relevance_table(report: dict[str, Any]) -> str:
                      f"{speed['worst_s'] * 1000:.1f} ms | {speed['cpu_median_s'] * 1000:.1f} ms "
                      f"| {speed['cpu_worst_s'] * 1000:.1f} ms | {size['db_bytes'] / 2**20:.0f} "
                      "MiB |")
+    checked = {size["skill_files"]: size.get("bm25_checked") for size in report["sizes"]}
+    lines.append("")
+    lines.append("rank-bm25's scores equal BM25Okapi's definition (3 prompts): " + ", ".join(
+        f"{count:,}: {'yes' if ok else 'NO' if ok is not None else '-'}"
+        for count, ok in checked.items()))
     process = report["process"]
     lines.append("")
     lines.append(f"`skillindex search` process at {report['sizes'][-1]['skill_files']:,}: "
