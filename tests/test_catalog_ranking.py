@@ -273,7 +273,7 @@ def test_the_catalog_line_names_the_search_and_a_setting_turns_it_off(
         assert catalog.omitted
         last = catalog.text.splitlines()[-1]
         assert last == (f"<!-- {len(catalog.omitted)} more skills are not listed here; the "
-                        'command `skillindex search "<what you need>"` finds them by what they '
+                        'command `skillindex search "what you need"` finds them by what they '
                         "do. -->")
         assert "search_skills" in index.catalog(max_chars=1_500,
                                                 search_hint="the search_skills tool").text

@@ -69,7 +69,7 @@ class SearchHint:
 
 
 # How a host without MCP finds the skills a catalog leaves out.
-SEARCH_COMMAND = 'the command `skillindex search "<what you need>"`'
+SEARCH_COMMAND = 'the command `skillindex search "what you need"`'
 
 
 @dataclass(frozen=True, slots=True)
