@@ -2,9 +2,9 @@
 the skill that should come first, scored beside plain BM25 over the same winners' names and
 descriptions, on a tuning half and a held-out half.
 
-`python -m scripts.relevance --registry DIR [--public DIR ...] [--set tuning]` scores one index
-(kept at --db, so a second run only rechecks it); scripts/bench.py reports both halves at the
-sizes of the registry sample and of the whole registry (scripts/searchbench.py).
+`python -m scripts.relevance --registry DIR --db FILE-OR-URL [--public DIR ...] [--set tuning]`
+scores one index (kept at --db, so a second run only rechecks it); scripts/bench.py reports
+both halves at the sizes of the registry sample and of the whole registry (scripts/searchbench.py).
 """
 
 from __future__ import annotations
@@ -195,15 +195,18 @@ def main() -> None:
     parser.add_argument("--public", type=Path, action="append",
                         help=f"a public skills folder (default: {STAND_INS})")
     parser.add_argument("--set", choices=SETS, help="one half only")
-    parser.add_argument("--db", type=Path, required=True, help="the index to build or reuse")
+    parser.add_argument("--db", required=True,
+                        help="the index to build or reuse: a SQLite file, or a database URL")
+    parser.add_argument("--work", type=Path, default=Path("."),
+                        help="where the settings file is written (default: here)")
     parser.add_argument("--no-baseline", action="store_true")
     args = parser.parse_args()
     from skillindex import SkillIndex
 
-    config = args.db.with_suffix(".toml")
+    config = args.work / "relevance.toml"
     config.write_text(settings_text(args.public or [STAND_INS], args.registry.resolve()))
     prompts = [p for p in load_prompts() if args.set in (None, p.part)]
-    with SkillIndex.open(str(config), db=str(args.db), cwd=str(args.db.parent)) as index:
+    with SkillIndex.open(str(config), db=args.db, cwd=str(args.work)) as index:
         index.reindex()
         report = evaluate(index, prompts, baseline=not args.no_baseline)
     print(json.dumps(report, indent=2))
