@@ -10,7 +10,7 @@ from skillindex.query import lookup, resolve, search, winners
 from skillindex.query.library import Library
 from skillindex.query.reader import Here
 from skillindex.query.search import SearchHit
-from skillindex.store import queries
+from skillindex.store import fts, queries
 
 
 def search_hits(store: Library, here: Here, query: str, *, limit: int) -> list[SearchHit]:
@@ -19,9 +19,7 @@ def search_hits(store: Library, here: Here, query: str, *, limit: int) -> list[S
     if limit < 1:
         raise ConfigError(f"limit must be 1 or more, not {limit}")
     words = search.terms(query)
-    # Room for matches that resolution sets aside: the engine's top-k costs about the same
-    # for a hundred as for ten.
-    wanted = limit * 4 + 40
+    wanted = fts.first_depth(limit)
     with store.session() as session:
         set_id = store.resolution_set(session, here)  # first: it may end the transaction
         while True:

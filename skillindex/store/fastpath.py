@@ -167,7 +167,7 @@ def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequen
         return connection.execute(statement, params)
 
     def read(set_id: int) -> list[tuple[float, Any]]:
-        wanted = limit * 2 + 8  # room for matches that are not winners
+        wanted = fts.first_depth(limit)
         while True:
             ranked = fts.matches(run, index_name, roots, terms, depth=wanted,
                                  weights=fts.DEFAULT_WEIGHTS)

@@ -46,6 +46,13 @@ MATCHES = """
 """
 
 
+def first_depth(limit: int) -> int:
+    """How many of the best matches a search of `limit` winners asks for first: room for the
+    matches resolution sets aside, since the engine's top-k costs about the same for a hundred
+    matches as for ten, and asking again ranks every match again."""
+    return limit * 4 + 40
+
+
 @dataclass(frozen=True, slots=True)
 class Ranked:
     """The matches of these roots among the `depth` best of the whole index, best first, and
