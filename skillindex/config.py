@@ -110,6 +110,15 @@ class Settings:
     # A catalog that leaves skills out ends with a line saying how many and what finds them.
     catalog_search_hint: bool = True
     catalog: CatalogModes = CatalogModes()
+    # Other hosts' frontmatter and sidecars (when_to_use, paths, alwaysApply, user-invocable,
+    # argument placeholders, Codex's agents/openai.yaml) steer the catalog and `/skill:`;
+    # off, skillindex does what the seed system does with them: nothing.
+    dialects: bool = False
+    # Opt-in presets for the folders of hosts the seed system does not read.
+    enable_gemini: bool = False
+    enable_copilot: bool = False
+    enable_cursor: bool = False
+    enable_opencode: bool = False
     presets: bool = True
     roots: tuple[RootConfig, ...] = ()
     index_name: str = DEFAULT_INDEX

@@ -175,3 +175,8 @@ class QuarantinedError(RefusedError):
 
 class CommandsDisabledError(RefusedError):
     """`/skill:` commands are switched off by `enable_skill_commands = false`."""
+
+
+class NotUserInvocableError(RefusedError):
+    """A skill whose frontmatter says `user-invocable: false` is asked for as a `/skill:`
+    command (where host dialects are on)."""

@@ -15,10 +15,20 @@ from skillindex.model import RootSpec, ScanProblem, Scope, Validation
 
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
     "native", "claude", "claude-plugins", "agents", "codex", "custom")
-PRIORITY = {NATIVE: 100, CLAUDE: 80, CLAUDE_PLUGINS: 70, AGENTS: 70, CODEX: 70, CUSTOM: 0}
+# Opt-in presets for hosts the seed system does not read (named as `skillindex hosts` names
+# them; copilot is the folders of VS Code's and the Copilot CLI's agent).
+GEMINI, COPILOT, CURSOR, OPENCODE = "gemini", "copilot", "cursor", "opencode"
+# Below every preset of the seed: switching one on never changes which of the seed's roots
+# wins a name, it only adds skills (and a skill kept in several hosts' folders is one winner).
+HOST_PRIORITY = 60
+PRIORITY = {NATIVE: 100, CLAUDE: 80, CLAUDE_PLUGINS: 70, AGENTS: 70, CODEX: 70,
+            GEMINI: HOST_PRIORITY, COPILOT: HOST_PRIORITY, CURSOR: HOST_PRIORITY,
+            OPENCODE: HOST_PRIORITY, CUSTOM: 0}
+HOST_TOGGLES = {GEMINI: "enable_gemini", COPILOT: "enable_copilot", CURSOR: "enable_cursor",
+                OPENCODE: "enable_opencode"}
 # Presets whose roots share one precedence but are ordered by rule (project before user,
 # nearest directory first), so two of their roots never tie with each other.
-ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX})
+ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, *HOST_TOGGLES})
 # Codex nests skills in groups (`skills/.system/...` aside, `skills/<group>/<skill>`).
 CODEX_MAX_DEPTH = 3
 # The seed walks at most this many ancestors when it looks for context files.
@@ -115,6 +125,29 @@ def _preset_sources(settings: Settings, env: Environment,
     yield _Source(env.cwd / ".codex" / "skills", Scope.PROJECT, CODEX, None)
     codex_home = env.codex_home or home / ".codex"
     yield _Source(codex_home / "skills", Scope.USER, CODEX, "enable_codex_user")
+    yield from _host_sources(settings, env, projects)
+
+
+def _host_sources(settings: Settings, env: Environment,
+                  projects: list[Path]) -> Iterable[_Source]:
+    """The opt-in presets, each where its host documents it; a preset that is off adds no
+    root at all, so the seed's roots are exactly the seed's."""
+    home = env.home
+    if settings.enable_gemini:  # the workspace is the directory Gemini CLI runs in
+        yield _Source(env.cwd / ".gemini" / "skills", Scope.PROJECT, GEMINI, None)
+        yield _Source(home / ".gemini" / "skills", Scope.USER, GEMINI, None)
+    if settings.enable_copilot:  # the repository's .github, and the user's ~/.copilot
+        top = projects[-1]
+        repository = top if (top / ".git").exists() else env.cwd
+        yield _Source(repository / ".github" / "skills", Scope.PROJECT, COPILOT, None)
+        yield _Source(home / ".copilot" / "skills", Scope.USER, COPILOT, None)
+    if settings.enable_cursor:
+        yield _Source(env.cwd / ".cursor" / "skills", Scope.PROJECT, CURSOR, None)
+        yield _Source(home / ".cursor" / "skills", Scope.USER, CURSOR, None)
+    if settings.enable_opencode:  # OpenCode walks up to the repository, as the seed does
+        for directory in projects:
+            yield _Source(directory / ".opencode" / "skills", Scope.PROJECT, OPENCODE, None)
+        yield _Source(env.config_home / "opencode" / "skills", Scope.USER, OPENCODE, None)
 
 
 def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
@@ -216,7 +249,9 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             provider = source.provider
             if source.scope is Scope.PROJECT and normalize(source.path, env) in user_paths:
                 continue
-            if source.toggle is None:
+            if provider in HOST_TOGGLES:
+                disabled_by = None  # planned only when its own setting is on
+            elif source.toggle is None:
                 disabled_by = None if any_toggle else "every enable_* toggle is false"
             else:
                 disabled_by = None if toggles[source.toggle] else f"{source.toggle} = false"

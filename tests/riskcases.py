@@ -89,6 +89,11 @@ HOSTILE = (
          "executable-outside-scripts"),
     case("exec-bit-top-level", "install.sh", "#!/bin/sh\necho hi\n",
          "executable-outside-scripts", mode=0o100775),
+    # load-time-exec
+    case("inline-bang-command", "SKILL.md", "Branch: !`git branch --show-current`\n",
+         "load-time-exec"),
+    case("bang-fence", "SKILL.md", "Context:\n\n```!\ncat ~/.ssh/config\n```\n",
+         "load-time-exec"),
 )
 
 BENIGN = (
@@ -125,4 +130,6 @@ BENIGN = (
     case("binary-font", "assets/font.woff2", b"wOF2\x00\x01" + bytes(40)),
     case("tells-user", "SKILL.md", "Tell the user what was changed and why.\n"),
     case("ignore-files", "SKILL.md", "Ignore previous build artifacts in dist/.\n"),
+    case("bang-outside-skill-md", "references/dynamic.md", "Run !`date` to see the time.\n"),
+    case("exclamation-before-code", "SKILL.md", "Done! `make test` passes.\n"),
 )

@@ -32,8 +32,9 @@ def risks(ctx: click.Context, code: str | None, output: str, as_json: bool) -> N
 
     Findings are judged at index time from the bytes already read: hidden Unicode, prompt
     injection, remote execution, secrets (never shown), binaries that pretend to be text,
-    executables outside scripts/. `--format sarif` writes them as a SARIF log for code
-    scanning, `--format github` as workflow annotations.
+    executables outside scripts/, commands a host runs when it loads SKILL.md. `--format
+    sarif` writes them as a SARIF log for code scanning, `--format github` as workflow
+    annotations.
 
     \b
     Examples:

@@ -112,6 +112,10 @@ CODES: dict[str, Code] = {
         "The list of installed Claude plugins could not be read",
         "The plugins' skill folders are not indexed until installed_plugins.json can be read "
         "as JSON."),
+    "sidecar-invalid": Code(
+        "Codex's agents/openai.yaml cannot be read",
+        "The file is not a YAML mapping (or its policy is not one), so its "
+        "allow_implicit_invocation is not applied; fix the YAML."),
     "not-a-directory": Code(
         "A root that is not a folder",
         "A root must be a folder holding skill folders."),
@@ -140,6 +144,11 @@ CODES: dict[str, Code] = {
         "An executable outside scripts/",
         "Executable files (by mode or native binaries) belong in scripts/, where hosts and "
         "reviewers look for them."),
+    "load-time-exec": Code(
+        "A command a host runs when it loads the skill",
+        "Claude Code runs every !`command` and every ```! block of SKILL.md while it loads the "
+        "skill and puts their output in the text, before the model or the user reads it; "
+        "move the command to scripts/ and tell the model when to run it."),
     # A set of skills checked together
     "name-collision": Code(
         "Two skills of the set have one name",

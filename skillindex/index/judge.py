@@ -22,7 +22,8 @@ def verdict_of(scan: SkillScan,
         return policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
                               Status.REJECTED, (scan.entry_problem,)), None
     parsed = frontmatter.parse(scan.entry_data or b"", lenient=spec.validation == "lenient")
-    return policy.judge(parsed, dir_name=scan.dir_name, root=spec), parsed
+    return policy.judge(parsed, dir_name=scan.dir_name, root=spec,
+                        sidecar=scan.sidecar_data), parsed
 
 
 def risks_of(scan: SkillScan) -> list[risk.Risk]:
@@ -57,6 +58,7 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         "sha256": scan.entry_sha256,
         "search_text": storable(searchtext.search_text(fields, body)),
         "disable_model_invocation": searchtext.model_invocation_disabled(fields),
+        "host_fields": storable(verdict.host.to_json()),
     }
     findings: list[Row] = [
         {"code": f.code, "severity": f.severity.value, "message": storable(f.message),

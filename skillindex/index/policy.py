@@ -7,6 +7,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from skillindex.index import dialect
 from skillindex.model import Finding, RootSpec, Severity, Status, Validation
 
 if TYPE_CHECKING:  # PyYAML costs a one-shot command 20 ms to import; the root planner's
@@ -16,14 +17,15 @@ if TYPE_CHECKING:  # PyYAML costs a one-shot command 20 ms to import; the root p
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
+# The specification's fields, the seed's `enabled`, and the other hosts' fields skillindex reads.
 KNOWN_FIELDS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "enabled"}
-)
+) | dialect.FIELDS
 # Bumped whenever a rule changes, so that a reindex re-judges files it would otherwise skip.
-RULES_VERSION = 3
+RULES_VERSION = 4
 # The same for the risk rules (index/risk.py, which names it RULES_VERSION): kept here so that
 # a walk can key a skill without compiling those rules' patterns and matcher.
-RISK_RULES_VERSION = 1
+RISK_RULES_VERSION = 2
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _UNSAFE_ASCII = re.compile(r"[/\x00-\x1f\x7f]")
@@ -45,6 +47,7 @@ class Verdict:
     enabled: bool
     status: Status
     findings: tuple[Finding, ...]
+    host: dialect.HostFields = dialect.NONE
 
 
 def unsafe_name(name: str) -> bool:
@@ -61,7 +64,9 @@ def rules_key(root: RootSpec) -> str:
             f"{int(root.require_description)}:{root.name_prefix}")
 
 
-def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
+def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec,
+          sidecar: bytes | None = None) -> Verdict:
+    """The verdict on one SKILL.md; `sidecar` is the bytes of its Codex agents/openai.yaml."""
     findings = list(parsed.findings)
     fields = parsed.fields
     if fields is None:
@@ -76,6 +81,8 @@ def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
     enabled = _judge_enabled(fields, findings)
     _judge_optional(fields, spec, findings)
     _judge_controls(fields, findings)
+    host, host_findings = dialect.host_fields(fields, sidecar)
+    findings += host_findings
     for key in sorted(set(fields) - KNOWN_FIELDS):
         findings.append(Finding("unknown-field", Severity.WARNING,
                                 f"unknown frontmatter field {key!r} kept as metadata"))
@@ -83,7 +90,7 @@ def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec) -> Verdict:
               else Status.ACCEPTED)
     if name is not None and root.name_prefix:
         name = f"{root.name_prefix}{name}"
-    return Verdict(name, description, enabled, status, tuple(findings))
+    return Verdict(name, description, enabled, status, tuple(findings), host)
 
 
 def _judge_name(fields: dict[str, Any], dir_name: str, spec: Severity,

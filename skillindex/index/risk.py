@@ -22,9 +22,12 @@ REMOTE_EXEC = "remote-exec"
 SECRET = "secret"  # noqa: S105 - a finding code, not a password
 BINARY_MASQUERADE = "binary-masquerade"
 EXECUTABLE_OUTSIDE_SCRIPTS = "executable-outside-scripts"
+LOAD_TIME_EXEC = "load-time-exec"
 CODES = (HIDDEN_UNICODE, PROMPT_INJECTION, REMOTE_EXEC, SECRET, BINARY_MASQUERADE,
-         EXECUTABLE_OUTSIDE_SCRIPTS)
+         EXECUTABLE_OUTSIDE_SCRIPTS, LOAD_TIME_EXEC)
 
+# The one file a host preprocesses before the model reads it.
+ENTRY = "SKILL.md"
 # Text is judged up to this many bytes of a file; the rest of a larger file is not.
 TEXT_LIMIT = 1 << 20
 
@@ -372,6 +375,32 @@ def _summary(phrase: str) -> str:
     return "hide what it does from the user"
 
 
+# -- Commands a host runs while it loads the skill --------------------------------------------
+
+# Claude Code runs `` !`command` `` and fenced blocks opened with ```! in SKILL.md and puts their
+# output in the text before the model reads it. Both patterns are linear: a class that
+# excludes the closing character, and a fence at the start of a line.
+_INLINE_EXEC = re.compile(r"!`([^`\n]+)`")
+_FENCED_EXEC = re.compile(r"^[ ]{0,3}(?:```|~~~)!", re.MULTILINE)
+
+
+def _load_time_exec(rel_path: str, text: str) -> list[Risk]:
+    if "!`" not in text and "```!" not in text and "~~~!" not in text:
+        return []
+    found: list[Risk] = []
+    lines = _Lines(text)
+    for match in _FENCED_EXEC.finditer(text):
+        found.append(Risk(LOAD_TIME_EXEC, rel_path, lines(match.start()),
+                          "a ```! block: a host runs it when it loads the skill, before the "
+                          "model or anyone reads it"))
+    for match in _INLINE_EXEC.finditer(text):
+        found.append(Risk(LOAD_TIME_EXEC, rel_path, lines(match.start()),
+                          "an inline !`command`: a host runs it when it loads the skill, "
+                          "before the model or anyone reads it"))
+    found.sort(key=lambda item: item.line)
+    return found[:MAX_PER_CODE]
+
+
 # -- The whole file -----------------------------------------------------------------------------
 
 def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
@@ -411,6 +440,8 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
     if HIDDEN_UNICODE in anchored:
         found += _hidden_unicode(rel_path, text)
     found += _patterns(rel_path, data, lowered, anchored)
+    if rel_path == ENTRY:
+        found += _load_time_exec(rel_path, text)
     return found
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import xxhash
 
+from skillindex.index.dialect import CODEX_SIDECAR
 from skillindex.index.hashing import SkillDir, SpecialFileError, file_stat, same_file_version
 from skillindex.model import (
     FileStat,
@@ -52,6 +53,8 @@ class SkillScan:
     entry_xxh3: str | None = None
     entry_sha256: str | None = None
     entry_problem: Finding | None = None
+    # The Codex sidecar's bytes (read with SKILL.md whenever the skill is judged), if it has one.
+    sidecar_data: bytes | None = None
     resources: list[ResourceEntry] = field(default_factory=list)
     walk_findings: list[Finding] = field(default_factory=list)
     files_read: int = 0
@@ -336,7 +339,9 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
     for rel_path, beneath, st in listing.files:
         now = file_stat(st)
         old = previous.get(rel_path)
-        if old is not None and old.stat == now and risk.current(old.risks):
+        # The sidecar is judged with SKILL.md, so it is read whenever SKILL.md is judged.
+        if (old is not None and old.stat == now and risk.current(old.risks)
+                and rel_path != CODEX_SIDECAR):
             scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), old.stat,
                                                 old.xxh3, old.sha256, old.risks))
             continue
@@ -365,6 +370,8 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
                                                 None, None))
             continue
         judged = risk.record(risk.judge_file(rel_path, read.data, read.raw.st_mode))
+        if rel_path == CODEX_SIDECAR:
+            scan.sidecar_data = read.data
         scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
                                             read.xxh3, read.sha256, judged))
     return settled

@@ -18,6 +18,8 @@ def command(store: Store, here: Here, name: str, args: str | Sequence[str] | Non
             session: str | None, reason: str | None) -> SkillCommand:
     """The message `/skill:<name> [args]` sends: the verified body, its path, the arguments."""
     joined = disclose.command_args(args)
+    # Arguments given one by one were split by the caller's shell already.
+    words = None if args is None or isinstance(args, str) else [str(word) for word in args]
     attempt = disclose.Attempt(disclose.COMMAND, Level.BODY, skill=name)
     with audited(store, attempt, reason=reason, session=session):
         if not here.settings.enable_skill_commands:
@@ -25,4 +27,5 @@ def command(store: Store, here: Here, name: str, args: str | Sequence[str] | Non
                 "skill commands are switched off (enable_skill_commands = false)", skill=name)
         winner, expected = lookup.with_file(store, here, name, ENTRY)
         return disclose.skill_command(winner.candidate, expected, joined, attempt=attempt,
-                                      rules=rules_of(here, winner.candidate))
+                                      rules=rules_of(here, winner.candidate), words=words,
+                                      dialects=here.settings.dialects)

@@ -18,6 +18,7 @@ from skillindex.errors import (
     DeletedFileError,
     FileReadError,
     ModifiedFileError,
+    NotUserInvocableError,
     PathRefusedError,
     ResourceNotFoundError,
     TooLargeError,
@@ -443,18 +444,42 @@ def disclose(uri: str, ref: SkillRef, candidate: Candidate, expected: ManifestFi
 
 
 def skill_command(candidate: Candidate, expected: ManifestFile | None, args: str | None, *,
-                  attempt: Attempt, rules: ReadRules) -> SkillCommand:
-    """The `/skill:` message for a skill, its body read and verified exactly as `disclose`."""
+                  attempt: Attempt, rules: ReadRules, words: Sequence[str] | None = None,
+                  dialects: bool = False) -> SkillCommand:
+    """The `/skill:` message for a skill, its body read and verified exactly as `disclose`.
+    With `dialects`, the verified frontmatter's `user-invocable: false` refuses it and the
+    body's argument placeholders take the arguments (`words`: as the caller's shell split
+    them, else split here as a shell would)."""
     name = candidate.name or candidate.directory.name
     path = contain(candidate.real_path, ENTRY, skill=name)
     data = read_verified(path, expected, skill=name, rel_path=ENTRY, max_bytes=None,
                          within=os.path.normpath(candidate.real_path),
                          attempt=attempt, rules=rules)
     body = _body(data, skill=name).strip()
+    if dialects:
+        message = _dialect_message(data, body, candidate, args, words, skill=name)
+    else:
+        message = command_message(body, candidate.path, args)
     attempt.bytes = len(body.encode("utf-8"))
-    return SkillCommand(name=name, path=candidate.path, args=args,
-                        message=command_message(body, candidate.path, args),
+    return SkillCommand(name=name, path=candidate.path, args=args, message=message,
                         digest=attempt.digest or "")
+
+
+def _dialect_message(data: bytes, body: str, candidate: Candidate, args: str | None,
+                     words: Sequence[str] | None, *, skill: str) -> str:
+    # PyYAML only where a host's fields are read: the seed's message needs none of it.
+    from skillindex.index import dialect, frontmatter  # noqa: PLC0415
+
+    host, _ = dialect.host_fields(frontmatter.parse(data, lenient=True).fields)
+    if not host.user_invocable:
+        raise NotUserInvocableError(
+            f"skill {skill} is not a command: its frontmatter says user-invocable: false "
+            "(the model may still load it)", skill=skill, path=ENTRY)
+    if words is None:
+        words = dialect.split_arguments(args or "")
+    body, taken = dialect.substitute(body, args, words, names=host.arguments,
+                                     skill_dir=str(candidate.directory))
+    return command_message(body, candidate.path, None if taken else args)
 
 
 # Drift: every indexed file hashed again, the skill directories listed again.

@@ -165,6 +165,8 @@ class Candidate(Base):
     search_text: Mapped[str | None] = mapped_column(Text)
     disable_model_invocation: Mapped[bool] = mapped_column(Boolean, default=False,
                                                            server_default=false())
+    # Other hosts' fields (index/dialect.py), as JSON; NULL when the skill uses none.
+    host_fields: Mapped[str | None] = mapped_column(Text)
 
 
 class Finding(Base):

@@ -34,7 +34,8 @@ CANDIDATE, FINDING, RESOURCE, ROOT = (
 CANDIDATE_COLUMNS = (
     "rel_dir", "dir_name", "dir_path", "skill_path", "real_path", "name", "description",
     "status", "enabled", "frontmatter", "tree_key", "size", "mtime_ns", "inode", "device",
-    "xxh3", "sha256", "search_text", "disable_model_invocation", "ctime_ns")
+    "xxh3", "sha256", "search_text", "disable_model_invocation", "ctime_ns",
+    "host_fields")
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
                     "risks", "ctime_ns")

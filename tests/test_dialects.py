@@ -1,0 +1,255 @@
+"""Other hosts' frontmatter and folders: what skillindex does with each, on real trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillindex.config import Settings, parse_settings
+from skillindex.errors import NotUserInvocableError
+from skillindex.index import dialect
+from skillindex.model import Severity
+from skillindex.providers import plan_roots
+from tests.skilltrees import World, make_world, symlink, write_skill
+
+DIALECTS = "[skills]\ndialects = true\n"
+
+
+# -- The fields, as judged --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"when_to_use": "  When a PDF is attached.  "},
+     dialect.HostFields(when_to_use="When a PDF is attached.")),
+    ({"paths": "src/**/*.py, *.toml"}, dialect.HostFields(paths=("src/**/*.py", "*.toml"))),
+    ({"paths": ["docs/**"], "globs": ["docs/**", "*.md"]},
+     dialect.HostFields(paths=("docs/**", "*.md"))),
+    ({"alwaysApply": True}, dialect.HostFields(always_apply=True)),
+    ({"user-invocable": False}, dialect.HostFields(user_invocable=False)),
+    ({"user-invocable": "false"}, dialect.HostFields(user_invocable=False)),
+    ({"argument-hint": ["issue-number"]}, dialect.HostFields(argument_hint="[issue-number]")),
+    ({"argument-hint": "<file> [mode]"}, dialect.HostFields(argument_hint="<file> [mode]")),
+    ({"arguments": "file mode"}, dialect.HostFields(arguments=("file", "mode"))),
+    ({"arguments": ["file", "mode"]}, dialect.HostFields(arguments=("file", "mode"))),
+], ids=["when_to_use", "paths-string", "paths-and-globs", "alwaysApply", "user-invocable",
+        "user-invocable-repaired", "argument-hint-list", "argument-hint", "arguments-string",
+        "arguments-list"])
+def test_host_fields_are_read_as_their_hosts_read_them(fields: dict[str, object],
+                                                       expected: dialect.HostFields) -> None:
+    host, findings = dialect.host_fields(fields)
+    assert host == expected
+    assert findings == []
+    assert dialect.HostFields.from_json(host.to_json()) == expected
+
+
+@pytest.mark.parametrize("fields", [
+    {"when_to_use": ["a"]}, {"paths": 3}, {"globs": [1, 2]}, {"alwaysApply": "sometimes"},
+    {"user-invocable": 0}, {"argument-hint": {"a": 1}}, {"arguments": 7},
+], ids=["when_to_use", "paths", "globs", "alwaysApply", "user-invocable", "argument-hint",
+        "arguments"])
+def test_a_host_field_of_the_wrong_type_is_a_warning_and_ignored(
+        fields: dict[str, object]) -> None:
+    host, findings = dialect.host_fields(fields)
+    assert host == dialect.NONE
+    assert [(f.code, f.severity) for f in findings] == [("field-type", Severity.WARNING)]
+    assert next(iter(fields)) in findings[0].message
+
+
+def test_host_fields_are_known_fields_not_unknown_ones(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    write_skill(world.repo / ".claude" / "skills", "pdf",
+                extra="when_to_use: When a PDF is attached.\npaths: ['*.pdf']\n"
+                      "user-invocable: false\nargument-hint: '[file]'\nalwaysApply: false\n"
+                      "globs: ['*.pdf']\narguments: [file]\nhooks: {}")
+    world.run("reindex")
+    result = world.run("--json", "list")
+    codes = [(f["code"], f["message"]) for f in json.loads(result.output)[0]["findings"]]
+    assert codes == [("unknown-field", "unknown frontmatter field 'hooks' kept as metadata")]
+
+
+# -- `/skill:` commands -----------------------------------------------------------------------
+
+def _command_world(tmp_path: Path, body: str, extra: str = "") -> tuple[World, Path]:
+    world = make_world(tmp_path)
+    skill = write_skill(world.repo / ".claude" / "skills", "fix", extra=extra, body=body)
+    assert world.run("reindex").exit_code == 0
+    return world, skill.parent
+
+
+@pytest.mark.parametrize(("body", "args", "message"), [
+    ("Fix issue $ARGUMENTS now.", ["12", "high"], "Fix issue 12 high now."),
+    ("First $ARGUMENTS[0], then $ARGUMENTS[1].", ["a b", "c"], "First a b, then c."),
+    ("First $0, then $1, never $2.", ["a", "b"], "First a, then b, never $2."),
+    ("Run ${CLAUDE_SKILL_DIR}/scripts/go.sh and ${SKILL_DIR}/x.", [], "Run {dir}/scripts/go.sh "
+     "and {dir}/x."),
+], ids=["arguments", "indexed", "positional-missing-stays", "skill-dir"])
+def test_command_substitutes_placeholders_where_dialects_are_on(
+        tmp_path: Path, body: str, args: list[str], message: str) -> None:
+    world, directory = _command_world(tmp_path, body)
+    result = world.run("command", "fix", *args, config=DIALECTS)
+    assert result.exit_code == 0, result.output
+    expected = message.format(dir=directory)
+    assert result.output == f"{expected}\n\n---\n\nSkill: {directory / 'SKILL.md'}\n"
+    # The seed's message, where dialects are off: the body as written, the arguments after it.
+    seed = world.run("command", "fix", *args)
+    assert seed.output.startswith(f"{body}\n\n---\n\nSkill: ")
+    assert seed.output.endswith(f"\nUser: {' '.join(args)}\n" if args else "SKILL.md\n")
+
+
+def test_a_body_without_placeholders_keeps_the_seed_user_line(tmp_path: Path) -> None:
+    world, directory = _command_world(tmp_path, "Fix it.")
+    result = world.run("command", "fix", "now", "please", config=DIALECTS)
+    assert result.output == (f"Fix it.\n\n---\n\nSkill: {directory / 'SKILL.md'}\n"
+                             "User: now please\n")
+
+
+def test_arguments_as_one_text_are_split_as_a_shell_splits_them(tmp_path: Path) -> None:
+    world, _ = _command_world(tmp_path, "A=$0 B=$1 file=$file", "arguments: [f, file]")
+    with world.opened(Settings(dialects=True), env=world.env) as index:
+        message = index.skill_command("fix", 'one "two words"').message
+    assert message.startswith("A=one B=two words file=two words\n")
+
+
+def test_user_invocable_false_refuses_the_command(tmp_path: Path) -> None:
+    world, _ = _command_world(tmp_path, "Background knowledge.", "user-invocable: false")
+    result = world.run("command", "fix", config=DIALECTS)
+    assert result.exit_code == 4
+    assert result.output.strip().splitlines() == [
+        "skillindex: error: skill fix is not a command: its frontmatter says "
+        "user-invocable: false (the model may still load it)"]
+    with world.opened(Settings(dialects=True)) as index, pytest.raises(NotUserInvocableError):
+        index.skill_command("fix")
+    with world.opened(Settings(dialects=True)) as index:
+        assert index.read("skill://fix", reason="t").text == "Background knowledge."
+        assert [e.outcome for e in index.audit()][-2:] == ["refused", "ok"]
+    # The seed runs it as any other command.
+    assert world.run("command", "fix").exit_code == 0
+
+
+# -- Load-time commands -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "lines"), [
+    ("Status:\n!`git status --short`\n", [2]),
+    ("# Diff\n\n```!\ngit diff\n```\n", [3]),
+    ("Inline `code` and a ! mark, and ``` fences:\n```sh\nls\n```\n", []),
+], ids=["inline", "fenced", "none"])
+def test_load_time_commands_are_a_risk_finding(tmp_path: Path, body: str,
+                                               lines: list[int]) -> None:
+    world = make_world(tmp_path)
+    write_skill(world.repo / ".claude" / "skills", "ctx", body=body)
+    world.run("reindex")
+    result = world.run("--json", "risks", "--code", "load-time-exec")
+    found = json.loads(result.output)
+    # The frontmatter takes the first four lines of SKILL.md.
+    assert [item["line"] for item in found] == [4 + line for line in lines]
+    assert all(item["path"] == "SKILL.md" for item in found)
+
+
+def test_load_time_commands_in_other_files_are_not_run_by_a_host(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skill = write_skill(world.repo / ".claude" / "skills", "ctx")
+    (skill.parent / "notes.md").write_text("!`date`\n", encoding="utf-8")
+    world.run("reindex")
+    assert json.loads(world.run("--json", "risks").output) == []
+
+
+# -- Codex's agents/openai.yaml ---------------------------------------------------------------
+
+def _codex_skill(world: World, sidecar: str) -> Path:
+    skill = write_skill(world.repo / ".claude" / "skills", "deploy").parent
+    (skill / "agents").mkdir()
+    (skill / "agents" / "openai.yaml").write_text(sidecar, encoding="utf-8")
+    return skill
+
+
+def test_the_codex_sidecar_is_a_file_of_the_skill(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    _codex_skill(world, "policy:\n  allow_implicit_invocation: false\n")
+    world.run("reindex")
+    result = world.run("read", "skill://deploy/agents/openai.yaml")
+    assert result.exit_code == 0
+    assert result.output == "policy:\n  allow_implicit_invocation: false\n"
+    assert json.loads(world.run("--json", "list").output)[0]["findings"] == []
+
+
+@pytest.mark.parametrize("sidecar", ["policy: [unclosed\n", "- a list\n",
+                                     "policy:\n  allow_implicit_invocation: maybe\n"],
+                         ids=["broken-yaml", "not-a-mapping", "not-a-flag"])
+def test_an_unusable_codex_sidecar_is_a_warning(tmp_path: Path, sidecar: str) -> None:
+    world = make_world(tmp_path)
+    _codex_skill(world, sidecar)
+    world.run("reindex")
+    (listed,) = json.loads(world.run("--json", "list").output)
+    assert listed["status"] == "accepted"
+    assert [(f["code"], f["severity"]) for f in listed["findings"]] == [
+        ("sidecar-invalid", "warning")]
+
+
+def test_a_changed_sidecar_is_judged_again_with_its_skill(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skill = _codex_skill(world, "policy: [unclosed\n")
+    world.run("reindex")
+    (skill / "agents" / "openai.yaml").write_text("policy: {}\n", encoding="utf-8")
+    world.run("reindex")
+    assert json.loads(world.run("--json", "list").output)[0]["findings"] == []
+    # SKILL.md changes, the sidecar does not: its warning stays.
+    (skill / "agents" / "openai.yaml").write_text("policy: [\n", encoding="utf-8")
+    world.run("reindex")
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ships.\n---\nBody\n",
+                                    encoding="utf-8")
+    world.run("reindex")
+    codes = [f["code"] for f in json.loads(world.run("--json", "list").output)[0]["findings"]]
+    assert codes == ["sidecar-invalid"]
+
+
+# -- Other hosts' folders ---------------------------------------------------------------------
+
+HOST_ROOTS = {
+    "enable_gemini": ("gemini", ["{cwd}/.gemini/skills", "{home}/.gemini/skills"]),
+    "enable_copilot": ("copilot", ["{repo}/.github/skills", "{home}/.copilot/skills"]),
+    "enable_cursor": ("cursor", ["{cwd}/.cursor/skills", "{home}/.cursor/skills"]),
+    "enable_opencode": ("opencode", ["{cwd}/.opencode/skills", "{cwd_up}/.opencode/skills",
+                                     "{repo}/.opencode/skills",
+                                     "{home}/.config/opencode/skills"]),
+}
+
+
+@pytest.mark.parametrize("toggle", sorted(HOST_ROOTS))
+def test_host_presets_add_their_folders_only_when_switched_on(tmp_path: Path,
+                                                              toggle: str) -> None:
+    world = make_world(tmp_path)
+    seed = plan_roots(Settings(), world.env).roots
+    provider, paths = HOST_ROOTS[toggle]
+    planned = plan_roots(parse_settings({"skills": {toggle: True}}), world.env).roots
+    assert planned[:len(seed)] == seed
+    added = planned[len(seed):]
+    names = {"cwd": world.cwd, "cwd_up": world.cwd.parent, "repo": world.repo,
+             "home": world.home}
+    assert [str(root.path) for root in added] == [p.format(**names) for p in paths]
+    assert {(root.provider, root.precedence, root.disabled_by) for root in added} == {
+        (provider, 60, None)}
+    assert [root.scope.value for root in added][-1] == "user"
+
+
+def test_the_same_skill_in_several_hosts_folders_is_one_winner(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skill = write_skill(world.home / "skills", "pdf").parent
+    for folder in (".claude/skills", ".gemini/skills", ".github/skills"):
+        symlink(skill, world.repo / folder / "pdf")
+    write_skill(world.home / ".copilot" / "skills", "lint")
+    config = "[skills]\nenable_gemini = true\nenable_copilot = true\n"
+    world.run("reindex", config=config)
+    listed = json.loads(world.run("--json", "list", config=config).output)
+    assert [(item["name"], item["provider"]) for item in listed] == [
+        ("pdf", "claude"), ("lint", "copilot")]
+    # Without the presets, the seed's roots alone.
+    world.run("reindex")
+    assert [item["name"] for item in json.loads(world.run("--json", "list").output)] == ["pdf"]
+
+
+def test_host_presets_are_settings_of_their_own(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    result = world.run("roots", config="[skills]\nenable_gemini = 1\n")
+    assert result.exit_code == 2
+    assert "skills.enable_gemini must be true or false" in result.output
