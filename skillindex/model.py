@@ -634,3 +634,155 @@ class Listing(NamedTuple):
 
 def has_text(description: str | None) -> bool:
     return bool(description and not description.isspace())
+
+
+@dataclass(frozen=True, slots=True)
+class SkillUsage:
+    """What the audit log says of one skill name over a window: its successful loads, what
+    they handed over and to how many sessions, and its failed attempts by outcome."""
+
+    name: str
+    in_catalog: bool  # a winner of the working directory's roots
+    body_loads: int  # level 2: a read of the body or a `/skill:` command
+    resource_loads: int  # level 3: a read of a file of the skill
+    bytes: int
+    sessions: int  # distinct sessions among the successful loads
+    first_load: datetime | None
+    last_load: datetime | None
+    refused: int = 0
+    mismatch: int = 0
+    missing: int = 0
+    not_found: int = 0
+    error: int = 0
+    attempts: int = 0  # every skill-level event of the name, successful or not
+
+    @property
+    def loads(self) -> int:
+        return self.body_loads + self.resource_loads
+
+    @property
+    def failed(self) -> int:
+        return self.refused + self.mismatch + self.missing + self.not_found + self.error
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "in_catalog": self.in_catalog, "loads": self.loads,
+                "body_loads": self.body_loads, "resource_loads": self.resource_loads,
+                "bytes": self.bytes, "sessions": self.sessions,
+                "first_load": None if self.first_load is None else self.first_load.isoformat(),
+                "last_load": None if self.last_load is None else self.last_load.isoformat(),
+                "refused": self.refused, "mismatch": self.mismatch, "missing": self.missing,
+                "not_found": self.not_found, "error": self.error, "failed": self.failed,
+                "attempts": self.attempts}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDay:
+    """Successful loads and failed skill-level attempts on one UTC day."""
+
+    day: str  # YYYY-MM-DD
+    loads: int
+    failed: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"day": self.day, "loads": self.loads, "failed": self.failed}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """The audit log over a window, skill by skill (`skillindex usage`)."""
+
+    index: str
+    since: datetime
+    until: datetime
+    session: str | None  # the filters it was narrowed to
+    skill: str | None
+    skills: tuple[SkillUsage, ...]  # every name with skill-level events, most loaded first
+    never_loaded: tuple[str, ...]  # catalog skills without a successful load, in catalog order
+    catalog_skills: int
+    sessions: int  # distinct sessions that loaded anything
+    published: int  # catalog publications (level 1)
+    days: tuple[UsageDay, ...]  # every day of the window, oldest first
+    busiest: tuple[tuple[str, tuple[int, ...]], ...]  # the most loaded names, loads per day
+
+    def total(self, field_name: str) -> int:
+        return sum(int(getattr(row, field_name)) for row in self.skills)
+
+    def totals(self) -> dict[str, int]:
+        fields = ("loads", "body_loads", "resource_loads", "bytes", "refused", "mismatch",
+                  "missing", "not_found", "error", "failed", "attempts")
+        return {"catalog_skills": self.catalog_skills,
+                "loaded_skills": sum(1 for row in self.skills if row.loads and row.in_catalog),
+                "never_loaded": len(self.never_loaded), "sessions": self.sessions,
+                "catalog_published": self.published,
+                **{name: self.total(name) for name in fields}}
+
+    def as_dict(self) -> dict[str, object]:
+        return {"index": self.index, "since": self.since.isoformat(),
+                "until": self.until.isoformat(), "session": self.session, "skill": self.skill,
+                "skills": [row.as_dict() for row in self.skills],
+                "never_loaded": list(self.never_loaded), "totals": self.totals(),
+                "days": [day.as_dict() for day in self.days],
+                "busiest": [{"name": name, "loads": list(loads)}
+                            for name, loads in self.busiest]}
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """An audit row with its place in the log: its id (a stream resumes after it), its index
+    and its link hash."""
+
+    id: int
+    index: str
+    event: AuditEvent
+    row_hash: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.id, "index": self.index, **self.event.as_dict(),
+                "row_hash": self.row_hash}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRecord:
+    """What the last `verify` of a directory's roots found, as the store kept it."""
+
+    time: datetime
+    cwd: str
+    skills: int
+    files: int
+    drifted: int  # every drifted file; `drift` names the first of them
+    drift: tuple[DriftItem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.drifted == 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"time": self.time.isoformat(), "cwd": self.cwd, "ok": self.ok,
+                "skills": self.skills, "files": self.files, "drifted": self.drifted,
+                "drift": [item.as_dict() for item in self.drift]}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredApproval:
+    """One `skillindex trust NAME`: the content digest approved, when, and why."""
+
+    name: str
+    digest: str
+    approved_at: datetime
+    note: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "digest": self.digest,
+                "approved_at": self.approved_at.isoformat(), "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSkill:
+    """A skill that would win but is withheld until approved (risk_policy = quarantine)."""
+
+    name: str
+    path: Path  # the SKILL.md
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "path": str(self.path), "reason": self.reason}

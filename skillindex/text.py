@@ -1,5 +1,5 @@
-"""Makes text from skill files safe to show: on a terminal, in XML, in Markdown and in JSON; and
-names from the filesystem or argv safe to store."""
+"""Makes text from skill files safe to show: on a terminal, in XML, HTML, Markdown and JSON;
+and names from the filesystem or argv safe to store."""
 
 from __future__ import annotations
 
@@ -76,6 +76,15 @@ def xml(text: str) -> str:
     if "&" in text or "<" in text or ">" in text:
         text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text
+
+
+def html(text: object) -> str:
+    """Text for an HTML page, in an element or a quoted attribute: as `xml` (controls and
+    invisible characters shown escaped, `&`, `<`, `>` as entities), and both quotes too."""
+    escaped = xml(str(text))
+    if '"' in escaped or "'" in escaped:
+        escaped = escaped.replace('"', "&quot;").replace("'", "&#39;")
+    return escaped
 
 
 def markdown(text: str) -> str:

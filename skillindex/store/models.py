@@ -302,6 +302,8 @@ class LoadEvent(Base):
         Index("ix_load_event_skill", "skill"),
         # The head of a chain is the newest row of its index.
         Index("ix_load_event_index_name_id", "index_name", "id"),
+        # A window of one index's events (usage, the report) is a range of this index.
+        Index("ix_load_event_index_name_time", "index_name", "time"),
         # A chain cannot fork: no two events of an index follow the same one.
         Index("ix_load_event_chain", "index_name", "prev_hash", unique=True),
         # Only what a disclosure writes (model.AUDIT_EVENT_LEVELS, AUDIT_OUTCOMES); on SQLite
@@ -327,6 +329,23 @@ class LoadEvent(Base):
     # Nullable only because SQLite cannot add a NOT NULL column; every row has both.
     prev_hash: Mapped[str | None] = mapped_column(String(64))
     row_hash: Mapped[str | None] = mapped_column(String(64))
+
+
+class VerifyRun(Base):
+    """What one `verify` found: the files it hashed and the drift, for the report to show."""
+
+    __tablename__ = "verify_run"
+    __table_args__ = (Index("ix_verify_run_index_name_id", "index_name", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100))
+    time: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    cwd: Mapped[str] = mapped_column(Text)
+    roots: Mapped[str] = mapped_column(Text)  # JSON list of the root paths it covered
+    skills: Mapped[int] = mapped_column(Integer)
+    files: Mapped[int] = mapped_column(Integer)
+    drifted: Mapped[int] = mapped_column(Integer)  # how many files drifted in all
+    drift: Mapped[str] = mapped_column(Text)  # JSON list of the first of them (DRIFT_KEPT)
 
 
 class ReindexLock(Base):

@@ -169,6 +169,10 @@ def descriptions(session: Session, ids: Sequence[int]) -> dict[int, str]:
     return found
 
 
+def winner_names(session: Session, set_id: int) -> list[str]:
+    return [str(name) for (name,) in session.execute(text(sql.WINNER_NAMES), {"set_id": set_id})]
+
+
 def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:
     return list(session.execute(text(sql.WINNERS_PAGE),
                                 {"set_id": set_id, "after": after, "limit": limit}))

@@ -33,6 +33,8 @@ WINNER_BY_NAME = (
     f"SELECT w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
     f"WHERE w.set_id = :set_id AND w.name = :name {BY_NAME_FIRST}")
+# The winners' names alone, in catalog order (what `usage` needs of a catalog).
+WINNER_NAMES = "SELECT name FROM resolved_winner WHERE set_id = :set_id ORDER BY ordinal"
 WINNERS_PAGE = (
     f"SELECT w.ordinal, w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
