@@ -3,7 +3,7 @@ directory; each method hands one use case of query/ the store and what it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,22 +21,40 @@ from skillindex.model import (
     ContextFile,
     Disclosure,
     FindingCount,
+    HeldSkill,
     IndexReport,
+    LoggedEvent,
     RiskFinding,
     RootState,
     SessionLevels,
     SkillCommand,
     SkillManifest,
     Status,
+    StoredApproval,
     StoredSkill,
+    UsageReport,
+    VerifyRecord,
     VerifyReport,
 )
 from skillindex.providers import RootPlan, context_dirs, environment, plan_roots
-from skillindex.query import approve, audit, disclose, explain, find, listing, lock, lookup, quick
+from skillindex.query import (
+    approve,
+    audit,
+    disclose,
+    explain,
+    find,
+    follow,
+    listing,
+    lock,
+    lookup,
+    quick,
+    usage,
+)
 from skillindex.query import command as command_flow
 from skillindex.query import publish as publish_flow
 from skillindex.query import read as read_flow
 from skillindex.query import reindex as reindex_flow
+from skillindex.query import report as report_flow
 from skillindex.query import verify as verify_flow
 from skillindex.query.admin import context_files, database_grants, migrate_database
 from skillindex.query.catalog import SEARCH_COMMAND, Catalog
@@ -44,6 +62,7 @@ from skillindex.query.contextfiles import find_context_files
 from skillindex.query.library import Library
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.reader import Here
+from skillindex.query.report import Report
 from skillindex.query.resolve import Collision, Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
 from skillindex.store import migrate
@@ -327,7 +346,20 @@ class SkillIndex:
 
         Candidates and their manifests are read a page at a time: memory stays flat however
         many skills the roots hold."""
-        return verify_flow.verify(self._store, self._here, self.settings.limits)
+        return verify_flow.verify(self._store, self._here, self.settings.limits,
+                                  cwd=self.env.cwd)
+
+    def last_verify(self) -> VerifyRecord | None:
+        """What the last `verify` of this directory's roots found, as recorded; None if none."""
+        return report_flow.last_verify(self._store, self._here)
+
+    def approvals(self) -> list[StoredApproval]:
+        """Every `trust` approval of this index, by name."""
+        return report_flow.approvals(self._store)
+
+    def quarantined(self) -> list[HeldSkill]:
+        """The skills risk_policy = quarantine withholds here until approved."""
+        return report_flow.quarantined(self._store, self._here)
 
     def lock(self, previous: Mapping[str, LockEntry] | None = None) -> dict[str, LockEntry]:
         """Lock entries (`skills-lock.json`) for the catalog's winners, each folder hashed now.
@@ -357,6 +389,47 @@ class SkillIndex:
         """Audit rows, oldest first; with `levels`, bytes per disclosure level for each session."""
         return audit.rows(self._store, self._here, session=session, skill=skill,
                           outcome=outcome, since=since, levels=levels)
+
+    def usage(self, *, since: datetime | str | None = None, session: str | None = None,
+              skill: str | None = None) -> UsageReport:
+        """Loads and failed attempts per skill since `since` (an ISO time or a duration such
+        as `30d`; default 30 days), and the catalog skills nobody loaded (`usage_view`)."""
+        return usage.usage(self._store, self._here, since=since, session=session, skill=skill,
+                           now=datetime.now(UTC))
+
+    def failed_attempts(self, *, since: datetime | str | None = None,
+                        limit: int = 100) -> list[LoggedEvent]:
+        """The latest `limit` refused, mismatched, missing, not-found or failed skill loads
+        since `since` (as `usage` reads it), newest first."""
+        return usage.failed_attempts(self._store, self._here, since=since, limit=limit,
+                                     now=datetime.now(UTC))
+
+    def report(self, *, since: datetime | str | None = None, verify: bool = False) -> Report:
+        """Everything a reviewer looks at, gathered for `report --html`: roots, collisions,
+        rejections, risks, trust, usage, refusals, the last verify (run now with `verify`)
+        and the audit chain."""
+        return report_flow.gather(self._store, self._here, since=since, verify=verify,
+                                  limits=self.settings.limits, cwd=self.env.cwd)
+
+    def audit_after(self, after: int, *, limit: int = follow.PAGE, session: str | None = None,
+                    skill: str | None = None, outcome: str | None = None) -> list[LoggedEvent]:
+        """Up to `limit` events appended after the event `after` (an id), oldest first."""
+        return follow.events_after(self._store, after, limit=limit, session=session,
+                                   skill=skill, outcome=outcome)
+
+    def follow_audit(self, *, after: int | None = None, since: datetime | str | None = None,
+                     interval: float = follow.INTERVAL, session: str | None = None,
+                     skill: str | None = None, outcome: str | None = None,
+                     stop: Callable[[], bool] = lambda: False) -> Iterator[LoggedEvent]:
+        """The events appended from now on (after the event `after`, or from `since`), as
+        they come, each look at the log in a transaction of its own; until `stop()`."""
+        return follow.follow_audit(self._store, after=after, since=since, interval=interval,
+                                   session=session, skill=skill, outcome=outcome, stop=stop)
+
+    def last_event_id(self, *, before: datetime | str | None = None) -> int:
+        """The id of this index's newest event (0 for none); with `before`, of the newest
+        event before that time: where a stream from then on starts."""
+        return follow.last_event_id(self._store, before=before)
 
     def verify_audit(self, *, head: str | None = None) -> ChainReport:
         """Recompute this index's audit chain from its first event.

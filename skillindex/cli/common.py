@@ -180,7 +180,7 @@ COMMAND_MODULES = {
     "list": "index", "lock": "trust",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",
-    "verify": "disclose", "watch": "watch",
+    "usage": "usage", "report": "usage", "verify": "disclose", "watch": "watch",
 }
 
 
@@ -217,6 +217,11 @@ def options_of(ctx: click.Context, as_json: bool = False) -> Options:
 def print_json(value: object) -> None:
     """JSON keeps every string exact; characters a terminal must not receive are `\\u` escapes."""
     click.echo(escape.json_safe(json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def print_json_line(value: object) -> None:
+    """One JSON value on one line, escaped as `print_json` escapes: a stream's record."""
+    click.echo(escape.json_safe(json.dumps(value, ensure_ascii=False)))
 
 
 def print_json_array(items: Iterable[object]) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import click
 
 from skillindex.cli.common import (
+    Options,
     cli,
     count,
     echo,
     json_option,
     options_of,
     print_json,
+    print_json_line,
     session_option,
     table,
 )
@@ -147,22 +149,45 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
 @click.option("--outcome", type=click.Choice(AUDIT_OUTCOMES), help="Only this outcome.")
 @click.option("--since", metavar="ISO", help="Only events at or after this time (UTC if no zone).")
 @click.option("--levels", is_flag=True, help="Bytes disclosed per level (L1/L2/L3) per session.")
+@click.option("--follow", "-f", is_flag=True,
+              help="Print events as they are appended, until interrupted (from the next one, "
+              "from --since, or after --after-id).")
+@click.option("--after-id", type=click.IntRange(min=0), metavar="ID",
+              help="With --follow: start after this event id (the last one a reader printed).")
+@click.option("--interval", type=click.FloatRange(min=0.05, max=60), default=0.25,
+              show_default=True, metavar="SECONDS",
+              help="With --follow: how long to wait between looks at a log with nothing new.")
 @json_option
 @click.pass_context
 def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome: str | None,
-          since: str | None, levels: bool, as_json: bool) -> None:
+          since: str | None, levels: bool, follow: bool, after_id: int | None,
+          interval: float, as_json: bool) -> None:
     """Print the audit log of disclosures, oldest first; `audit verify` checks its chain.
+
+    With --follow, events are printed as they are appended, one line each (with --json one
+    JSON object a line, with stable keys); every line carries the event's id, and
+    `--after-id ID` resumes after it without losing or repeating an event.
 
     \b
     Examples:
       skillindex audit --session s-42
       skillindex audit --outcome refused --since 2026-12-01
       skillindex audit --levels
+      skillindex audit --follow --json >> skills-audit.jsonl
+      skillindex audit --follow --after-id 1234
       skillindex audit verify
     """
     if ctx.invoked_subcommand is not None:
         return
     options = options_of(ctx, as_json)
+    if follow:
+        if levels:
+            raise click.UsageError("--levels and --follow do not go together")
+        _follow(options, after_id=after_id, since=since, interval=interval,
+                session=session_id, skill=skill, outcome=outcome)
+        return
+    if after_id is not None:
+        raise click.UsageError("--after-id goes with --follow")
     from skillindex.query import oneshot  # noqa: PLC0415
 
     found = oneshot.audit(options.config, db=options.db, cwd=options.cwd, index=options.index,
@@ -199,6 +224,20 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
         table(["time", "session", "event", "outcome", "level", "bytes", "skill", "resource"],
                [[e.time.isoformat(timespec="seconds"), e.session or "-", e.event, e.outcome,
                  e.level, e.bytes, e.skill or "-", e.resource or "-"] for e in events])
+
+
+def _follow(options: Options, *, after_id: int | None, since: str | None, interval: float,
+            session: str | None, skill: str | None, outcome: str | None) -> None:
+    with options.open() as index:
+        for found in index.follow_audit(after=after_id, since=since, interval=interval,
+                                        session=session, skill=skill, outcome=outcome):
+            if options.json:
+                print_json_line(found.as_dict())
+                continue
+            event = found.event
+            echo(f"{found.id}  {event.time.isoformat(timespec='milliseconds')}  "
+                 f"{event.session or '-'}  {event.event}  {event.outcome}  L{event.level}  "
+                 f"{event.bytes}  {event.skill or '-'}  {event.resource or '-'}")
 
 
 @audit.command(name="verify")

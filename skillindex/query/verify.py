@@ -3,18 +3,23 @@ and every skill directory listed again for files a reindex would add."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+
+from skillindex.errors import StoreError
 from skillindex.model import Candidate, DriftItem, Limits, VerifyReport
 from skillindex.query import disclose, listing
 from skillindex.query.library import Library
 from skillindex.query.reader import Here
-from skillindex.store import queries
+from skillindex.store import queries, reporting
 
 PAGE = 1_000  # candidates whose manifests are read at once
 
 
-def verify(store: Library, here: Here, limits: Limits) -> VerifyReport:
+def verify(store: Library, here: Here, limits: Limits, *, cwd: Path) -> VerifyReport:
     """Every candidate, accepted or rejected, checked a page at a time: memory stays flat
-    however many skills the roots hold."""
+    however many skills the roots hold. What it found is recorded (`verify_run`) for the
+    report; a read-only database still verifies, unrecorded."""
     skills = files = 0
     drift: list[DriftItem] = []
     page: list[Candidate] = []
@@ -34,4 +39,11 @@ def verify(store: Library, here: Here, limits: Limits) -> VerifyReport:
         if len(page) >= PAGE:
             check()
     check()
-    return VerifyReport(skills=skills, files=files, drift=tuple(drift))
+    report = VerifyReport(skills=skills, files=files, drift=tuple(drift))
+    try:
+        with store.transaction("record the verify") as session:
+            reporting.record_verify(session, here.index_name, str(cwd), here.paths, report,
+                                    datetime.now(UTC))
+    except StoreError:
+        pass
+    return report
