@@ -432,6 +432,11 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true",
                         help="peak memory of every command at the largest size")
     parser.add_argument("--no-watch", action="store_true", help="skip the watcher's figures")
+    parser.add_argument("--usage-events", type=int, metavar="N",
+                        help="audit events for the `usage` figures (default 1,000,000; "
+                        "--quick: 10,000; 0 skips them)")
+    parser.add_argument("--report-corpus", type=Path, metavar="TAR",
+                        help="registry-skills.tar.xz: `report --html` at its 61,452 skills")
     parser.add_argument("--no-agentskills", action="store_true",
                         help="skip agentskills-mcp-server (its start-up takes minutes at 10,000)")
     args = parser.parse_args()
@@ -468,11 +473,18 @@ def main() -> None:
                 args.corpus, registry, args.public or [STAND_INS], work)
         elif not args.no_relevance:
             print(f"no corpus at {args.corpus}: relevance skipped", file=sys.stderr)
+        from scripts import usagebench
+
+        events = args.usage_events if args.usage_events is not None else (
+            10_000 if args.quick else 1_000_000)
+        usage = usagebench.usage_figures(events, work, repeat) if events else None
+        report = (usagebench.report_figures(args.report_corpus, work, repeat)
+                  if args.report_corpus else None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps({"sizes": [{**r, "ratios": ratios(r)} for r in results],
-                          "relevance": relevance}, indent=2))
+                          "relevance": relevance, "usage": usage, "report": report}, indent=2))
     else:
         if results:
             print(table(results))
@@ -483,6 +495,9 @@ def main() -> None:
         if relevance is not None:
             print()
             print(searchbench.relevance_table(relevance))
+        if usage is not None or report is not None:
+            print()
+            print(usagebench.table(usage, report))
 
 
 if __name__ == "__main__":

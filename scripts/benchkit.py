@@ -4,9 +4,11 @@ and a process's CPU time. It imports no other script, so every script may import
 from __future__ import annotations
 
 import os
+import resource
 import statistics
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOTS = 4
@@ -71,3 +73,27 @@ def cpu_seconds(pid: int) -> float:
     moves with what else the machine is running."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def median_wall_and_cpu(function: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median wall-clock and CPU seconds of `function` in this process, after one warm-up
+    call; on a loaded machine the CPU figure is the one that compares across runs."""
+    function()
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        function()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def run_process(argv: Sequence[str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user and system, its children's included) of one process
+    run to its end; its output is discarded, a failure raises."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
