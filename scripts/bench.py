@@ -435,8 +435,9 @@ def main() -> None:
     parser.add_argument("--usage-events", type=int, metavar="N",
                         help="audit events for the `usage` figures (default 1,000,000; "
                         "--quick: 10,000; 0 skips them)")
-    parser.add_argument("--report-corpus", type=Path, metavar="TAR",
-                        help="registry-skills.tar.xz: `report --html` at its 61,452 skills")
+    parser.add_argument("--report-corpus", type=Path, metavar="PATH",
+                        help="registry-skills.tar.xz or the folder it extracts to: "
+                        "`report --html` at its 61,452 skills")
     parser.add_argument("--no-agentskills", action="store_true",
                         help="skip agentskills-mcp-server (its start-up takes minutes at 10,000)")
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 plain SQL count of the same rows; the report at the size of a public registry, against `list`.
 
     python scripts/usagebench.py --events 1000000 \
-        --corpus-tar ../shared/corpus/registry-skills.tar.xz
+        --corpus ../shared/corpus/registry-skills.tar.xz   # or the folder it extracts to
 
 Events are written straight into a migrated SQLite index, linked into the chain as the store
 links them, spread evenly over 90 days over 2,000 skills (Zipf-like popularity) and 5,000
@@ -130,19 +130,23 @@ def usage_figures(count: int, work: Path, repeat: int, *,
     return results
 
 
-def report_figures(corpus_tar: Path, work: Path, repeat: int) -> dict[str, Any]:
-    """`skillindex report --html` on every skill of a registry, beside `skillindex list`
-    (whole processes, medians of wall clock and CPU) on the same index, with loads of 300
-    skills in the log."""
+def report_figures(corpus: Path, work: Path, repeat: int) -> dict[str, Any]:
+    """`skillindex report --html` on every skill of a registry (`corpus`: its tarball, or the
+    folder it was extracted to, read in place), beside `skillindex list` (whole processes,
+    medians of wall clock and CPU) on the same index, with loads of 300 skills in the log."""
     from scripts.benchkit import run_process
 
     base = work / "registry"
-    (base / "skills").mkdir(parents=True)
+    base.mkdir(parents=True)
     started = time.perf_counter()
-    with tarfile.open(corpus_tar) as archive:
-        archive.extractall(base / "skills", filter="data")
+    skills = corpus
+    if not corpus.is_dir():
+        skills = base / "skills"
+        skills.mkdir()
+        with tarfile.open(corpus) as archive:
+            archive.extractall(skills, filter="data")
     config = base / "config.toml"
-    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{base / "skills"}"\n'
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{skills}"\n'
                       "precedence = 10\n")
     command = [sys.executable, "-m", "skillindex", "--config", str(config), "--db",
                str(base / "index.sqlite"), "--cwd", str(base)]
@@ -220,7 +224,8 @@ def _load(figures: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="audit events (0: skip)")
-    parser.add_argument("--corpus-tar", type=Path, help="registry-skills.tar.xz, for the report")
+    parser.add_argument("--corpus", type=Path,
+                        help="registry-skills.tar.xz or the folder it extracts to, for the report")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-chain", action="store_true",
                         help="skip recomputing the chain of N events (minutes at 1,000,000)")
@@ -232,8 +237,8 @@ def main() -> None:
     try:
         usage = (usage_figures(args.events, work, args.repeat, chain=not args.no_chain)
                  if args.events else None)
-        report = (report_figures(args.corpus_tar, work, max(1, args.repeat // 2))
-                  if args.corpus_tar else None)
+        report = (report_figures(args.corpus, work, max(1, args.repeat // 2))
+                  if args.corpus else None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

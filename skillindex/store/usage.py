@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,14 +93,15 @@ def _window(statement: str, index_name: str, since: datetime, until: datetime, *
 @dataclass(frozen=True, slots=True)
 class NameWindow:
     """One name's figures over a window (`in_catalog` left False: the caller knows the
-    catalog), with what is summed across names: the sessions that loaded it, its catalog
-    publications, and its loads and failed attempts per UTC day."""
+    catalog), with what is summed across names: the distinct sessions that loaded it, its
+    catalog publications, and the UTC day of each of its loads and of each failed attempt
+    (one entry an event, left uncounted: the caller counts the days it needs)."""
 
     usage: SkillUsage
-    sessions: frozenset[str]
+    sessions: Sequence[str]
     published: int
-    loads_by_day: Counter[str]
-    failed_by_day: Counter[str]
+    load_days: Sequence[str]
+    failed_days: Sequence[str]
 
 
 def window(session: Session, index_name: str, since: datetime, until: datetime,
@@ -117,7 +117,7 @@ def window(session: Session, index_name: str, since: datetime, until: datetime,
         refused, mismatch, missing, not_found, error, attempts, published = map(_number,
                                                                                 row[6:13])
         first, last = (None if value is None else utc(value) for value in row[4:6])
-        sessions = frozenset(_listed(row[13]))
+        sessions = _listed(row[13])  # distinct already (DISTINCT in the statement)
         found.append(NameWindow(
             SkillUsage("" if row[0] is None else str(row[0]), False, body, resource, size,
                        len(sessions), first, last, refused=refused, mismatch=mismatch,
@@ -132,8 +132,8 @@ def _listed(value: str | list[str] | None) -> list[str]:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _days(listed: str | None) -> Counter[str]:
-    return Counter(listed.split(",")) if listed else Counter()
+def _days(listed: str | None) -> list[str]:
+    return listed.split(",") if listed else []
 
 
 def failed_events(session: Session, index_name: str, since: datetime, until: datetime,
