@@ -159,6 +159,22 @@ class Library:
         with self.session("read the audit log") as session:
             return audit.verify(session, self.index_name, head=head)
 
+    # find.Store
+
+    def winning_matches(self, here: Here, words: Sequence[str], *,
+                        depth: int) -> tuple[Ranked, dict[int, list[Winner]]]:
+        with self.session() as session:
+            set_id = self.resolution_set(session, here)  # first: it may end the transaction
+            if set_id is None:
+                raise NotStored
+            ranked = self.matches(session, here, words, depth=depth)
+            reader = winners.Reader(session, set_id, here.roots)
+            return ranked, reader.among([m.candidate_id for m in ranked.matches])
+
+    def ranked(self, here: Here, words: Sequence[str], *, depth: int) -> Ranked:
+        with self.session() as session:
+            return self.matches(session, here, words, depth=depth)
+
     def matches(self, session: Session, here: Here, words: Sequence[str], *,
                 depth: int | None) -> Ranked:
         """The accepted candidates of `here`'s roots among the `depth` best matches of these

@@ -38,7 +38,7 @@ from skillindex.model import (
 from skillindex.providers import plan_roots
 from skillindex.query import audit as audit_flow
 from skillindex.query import command as command_flow
-from skillindex.query import disclose, staleness
+from skillindex.query import disclose, find, staleness
 from skillindex.query import read as read_flow
 from skillindex.query.lookup import Found, Risky
 from skillindex.query.reader import Here, Unanswered
@@ -46,6 +46,7 @@ from skillindex.query.resolve import Winner, rebase, stored_collision
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import stored_time
+from skillindex.store.fts import Ranked
 from skillindex.store.rows import RootCache, candidate_of, events_of, levels_of, run_row
 from skillindex.text import is_text
 
@@ -131,6 +132,25 @@ class Fast:
 
     def candidates(self, here: Here, names: Sequence[str], *,
                    all_findings: bool) -> list[Candidate]:
+        raise Unanswered
+
+    def winning_matches(self, here: Here, words: Sequence[str], *,
+                        depth: int) -> tuple[Ranked, dict[int, list[Winner]]]:
+        found = fastpath.stored_matches(self.connection, self.index_name, here.paths,
+                                        here.key_of, words, depth)
+        if found is None:
+            raise Unanswered  # nothing stored for these roots yet: the library stores it
+        ranked, rows = found
+        specs = {spec.path: spec for spec in here.roots}
+        cache: RootCache = {}
+        winners: dict[int, list[Winner]] = {}
+        for cid, name, collision, *columns in rows:
+            candidate = candidate_of(columns, cache)
+            winners.setdefault(int(cid), []).append(Winner(
+                name, rebase(candidate, specs.get(candidate.root)), stored_collision(collision)))
+        return ranked, winners
+
+    def ranked(self, here: Here, words: Sequence[str], *, depth: int) -> Ranked:
         raise Unanswered
 
     def risky(self, here: Here, winners: Sequence[Winner]) -> Risky | None:
@@ -268,29 +288,18 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
 
 def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
            index: str | None, query: str, limit: int) -> list[SearchHit] | None:
-    """`SkillIndex.search(query, limit=limit)` from the stored resolution, or None for the
-    full path (which also reports a query without words and a bad limit)."""
+    """`SkillIndex.search(query, limit=limit)` by the library's own flow (query/find.py) from
+    the stored resolution, or None for the full path (which also reports a query without words
+    and a bad limit)."""
     setup = _setup(config, db, cwd, index)
     if setup is None or limit < 1 or not setup.settings.enabled:
         return None
     try:
-        words = terms(query)
+        terms(query)
     except SkillIndexError:
         return None
-    read = _from_stored_set(setup, lambda connection, paths, key_of: fastpath.stored_search(
-        connection, setup.index_name, paths, key_of, words, limit))
-    if read is None:
-        return None
-    found, roots = read
-    specs = {spec.path: spec for spec in roots}
-    cache: RootCache = {}
-    hits = []
-    for score, (_cid, name, collision, *columns) in found:
-        candidate = candidate_of(columns, cache)
-        winner = Winner(name, rebase(candidate, specs.get(candidate.root)),
-                        stored_collision(collision))
-        hits.append(SearchHit(score, winner))
-    return hits
+    return _answered(setup, lambda store, here: find.search_hits(store, here, query,
+                                                                 limit=limit))
 
 
 def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None,

@@ -77,14 +77,18 @@ class SearchHit:
                 "description": self.description, "location": self.location}
 
 
+def by_candidate(resolution: Resolution) -> dict[int, list[Winner]]:
+    """The winners of a resolution by their candidate's id (a name qualified by several roots:
+    several), as the stored resolution gives them for a search."""
+    found: dict[int, list[Winner]] = {}
+    for winner in resolution.winners:
+        found.setdefault(winner.candidate.id or 0, []).append(winner)
+    return found
+
+
 def winning_hits(matches: Sequence[SearchMatch],
-                 winners: Resolution | Mapping[int, Sequence[Winner]]) -> list[SearchHit]:
-    """The matches that are winners (of a resolution, or as the stored one maps candidate ids
-    to winners), best first (ties in precedence order)."""
-    if isinstance(winners, Resolution):
-        by_id: dict[int, list[Winner]] = {}
-        for winner in winners.winners:
-            by_id.setdefault(winner.candidate.id or 0, []).append(winner)
-        winners = by_id
+                 winners: Mapping[int, Sequence[Winner]]) -> list[SearchHit]:
+    """The matches that are winners (`winners`: by candidate id), best first (ties in
+    precedence order)."""
     return [SearchHit(match.score, winner) for match in matches
             for winner in winners.get(match.candidate_id, ())]

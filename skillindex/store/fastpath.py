@@ -157,31 +157,23 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
     return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
-def stored_search(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
-                  key_of: Callable[[RootRuns], str], terms: Sequence[str],
-                  limit: int) -> list[tuple[float, Any]] | None:
-    """The best `limit` matches of the terms (store/fts.py) that win in the stored resolution
-    of these roots, each a (score, `sql.SEARCH_WINNERS` row), best first, as
-    `SkillIndex.search` finds them; None when no resolution is stored or the database fails."""
+def stored_matches(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                   key_of: Callable[[RootRuns], str], terms: Sequence[str],
+                   depth: int) -> tuple[fts.Ranked, list[Any]] | None:
+    """The matches of the terms among the `depth` best (store/fts.py) and the rows of
+    `sql.SEARCH_WINNERS` for those of them that win in the stored resolution of these roots,
+    read in one transaction; None when no resolution is stored or the database fails."""
     def run(statement: str, params: dict[str, Any]) -> Iterable[Sequence[Any]]:
         return connection.execute(statement, params)
 
-    def read(set_id: int) -> list[tuple[float, Any]]:
-        wanted = fts.first_depth(limit)
-        while True:
-            ranked = fts.matches(run, index_name, roots, terms, depth=wanted,
-                                 weights=fts.DEFAULT_WEIGHTS)
-            matches = ranked.matches
-            ids = ", ".join(str(match.candidate_id) for match in matches) or "NULL"
-            won: dict[int, list[Any]] = {}
-            for row in connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
-                                          {"set_id": set_id}):
-                won.setdefault(row[0], []).append(row)
-            hits = [(match.score, row) for match in matches
-                    for row in won.get(match.candidate_id, ())]
-            if len(hits) >= limit or ranked.complete:
-                return hits[:limit]
-            wanted *= 4
+    def read(set_id: int) -> tuple[fts.Ranked, list[Any]]:
+        ranked = fts.matches(run, index_name, roots, terms, depth=depth,
+                             weights=fts.DEFAULT_WEIGHTS)
+        if not ranked.matches:
+            return ranked, []
+        ids = ", ".join(str(match.candidate_id) for match in ranked.matches)
+        return ranked, connection.execute(sql.SEARCH_WINNERS.format(ids=ids),
+                                          {"set_id": set_id}).fetchall()
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
 
