@@ -167,14 +167,16 @@ def relevance_table(report: dict[str, Any]) -> str:
                              f"{figures['recall@5']:.2f} | {figures['mrr']:.3f} | {kept} |")
     lines.append("")
     lines.append("| skills | search, median | search, worst | CPU, median | CPU, worst | "
-                 "database |")
-    lines.append("|---|---:|---:|---:|---:|---:|")
+                 "CPU / engine floor, median | worst | database |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     for size in report["sizes"]:
         speed = size["speed"]
+        ratios = (f"{speed['cpu_median_ratio']:.2f} | {speed['cpu_worst_ratio']:.2f}"
+                  if "cpu_median_ratio" in speed else "- | -")
         lines.append(f"| {size['skill_files']:,} | {speed['median_s'] * 1000:.1f} ms | "
                      f"{speed['worst_s'] * 1000:.1f} ms | {speed['cpu_median_s'] * 1000:.1f} ms "
-                     f"| {speed['cpu_worst_s'] * 1000:.1f} ms | {size['db_bytes'] / 2**20:.0f} "
-                     "MiB |")
+                     f"| {speed['cpu_worst_s'] * 1000:.1f} ms | {ratios} | "
+                     f"{size['db_bytes'] / 2**20:.0f} MiB |")
     checked = {size["skill_files"]: size.get("bm25_checked") for size in report["sizes"]}
     lines.append("")
     lines.append("rank-bm25's scores equal BM25Okapi's definition (3 prompts): " + ", ".join(
@@ -186,7 +188,8 @@ def relevance_table(report: dict[str, Any]) -> str:
                  f"median {process['search_process_s'] * 1000:.0f} ms, worst "
                  f"{process['search_process_worst_s'] * 1000:.0f} ms; `python -c pass` "
                  f"{process['python_start_s'] * 1000:.0f} ms (difference "
-                 f"{(process['search_process_s'] - process['python_start_s']) * 1000:.0f} ms)")
+                 f"{(process['search_process_s'] - process['python_start_s']) * 1000:.0f} ms, "
+                 f"ratio {process['search_process_s'] / process['python_start_s']:.2f})")
     return "\n".join(lines)
 
 
