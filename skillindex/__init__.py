@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from skillindex.errors import (
     AuditBusyError,
     AuditKeptError,
+    AuditUnwritableError,
     CommandsDisabledError,
     ConfigError,
     DeletedFileError,
@@ -18,6 +19,7 @@ from skillindex.errors import (
     NotUserInvocableError,
     PathRefusedError,
     QuarantinedError,
+    ReadOnlyIndexWarning,
     RefusedError,
     ReindexBusyError,
     ReindexLockLostError,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuditBusyError",
     "AuditKeptError",
+    "AuditUnwritableError",
     "CommandsDisabledError",
     "ConfigError",
     "DeletedFileError",
@@ -48,6 +51,7 @@ __all__ = [
     "NotUserInvocableError",
     "PathRefusedError",
     "QuarantinedError",
+    "ReadOnlyIndexWarning",
     "RefusedError",
     "ReindexBusyError",
     "ReindexLockLostError",

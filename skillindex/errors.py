@@ -57,6 +57,17 @@ class AuditBusyError(StoreError):
         self.waited = waited
 
 
+class ReadOnlyIndexWarning(UserWarning):
+    """An index that cannot be written was opened read-only: reads answer from it as it is,
+    caches are not written, and disclosures are refused (AuditUnwritableError)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"the index {path} cannot be written ({why}): reading it read-only; "
+                         "disclosures are refused until its audit log can be written")
+        self.path = path
+        self.why = why
+
+
 class ReindexBusyError(SkillIndexError):
     """Another process holds the reindex lock of this index."""
 
@@ -180,3 +191,14 @@ class CommandsDisabledError(RefusedError):
 class NotUserInvocableError(RefusedError):
     """A skill whose frontmatter says `user-invocable: false` is asked for as a `/skill:`
     command (where host dialects are on)."""
+
+
+class AuditUnwritableError(RefusedError):
+    """A disclosure's audit row could not be written (a read-only index, a full disk, a
+    database that refuses the insert): nothing was handed over."""
+
+    def __init__(self, database: str, said: str) -> None:
+        super().__init__(f"cannot disclose: the audit log of {database} cannot be written "
+                         f"({said}); nothing was handed over")
+        self.database = database
+        self.said = said

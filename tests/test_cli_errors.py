@@ -99,9 +99,9 @@ def test_a_read_only_database_never_prints_the_statement(setup: Path) -> None:
     assert run("reindex").exit_code == 0
     url = f"sqlite:///file:{setup / 'cli.sqlite'}?mode=ro&uri=true"
     result = run("--db", url, "read", "skill://skill-1", "--reason", "secret reason")
-    assert result.exit_code == 1
+    assert result.exit_code == 4
     line = one_error_line(result)
-    assert "cannot write the audit log" in line
+    assert "cannot disclose: the audit log of " in line
     assert "readonly database" in line
     assert "INSERT" not in line and "secret reason" not in line
 

@@ -219,9 +219,10 @@ def test_a_failed_audit_write_falls_back_and_discloses_nothing(setup: Setup) -> 
     assert setup.rows() == []
     result = CliRunner().invoke(cli, ["--config", str(setup.config), "--db", setup.db, "--cwd",
                                       str(setup.cwd), "read", "skill://beta"])
-    assert result.exit_code == 1
+    assert result.exit_code == 4
     assert result.stdout == ""
-    assert "cannot write the audit log" in result.stderr and "audit is closed" in result.stderr
+    assert "cannot disclose: the audit log of " in result.stderr
+    assert "audit is closed" in result.stderr
 
 
 def test_the_chain_holds_over_rows_of_both_paths(setup: Setup) -> None:

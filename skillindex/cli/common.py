@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import click
 
 from skillindex import __version__
 from skillindex import text as escape
-from skillindex.errors import EXIT_ERROR, EXIT_OK, SkillIndexError
+from skillindex.errors import EXIT_ERROR, EXIT_OK, ReadOnlyIndexWarning, SkillIndexError
 
 if TYPE_CHECKING:  # typing only, without importing SQLAlchemy at start-up
     from skillindex.api import SkillIndex
@@ -69,6 +70,27 @@ def _usage_line(exc: click.ClickException) -> str:
     if isinstance(exc, click.UsageError) and ctx is not None:
         message += f" (see `{ctx.command_path} --help`)"
     return error_line(message)
+
+
+@contextmanager
+def _notes() -> Iterator[None]:
+    """What the library warns of that the user should know (an index opened read-only) as one
+    `skillindex: note:` line on stderr, once per message; other warnings as Python shows them."""
+    shown: set[str] = set()
+    original = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if not issubclass(category, ReadOnlyIndexWarning):
+            original(message, category, filename, lineno, file, line)
+        elif str(message) not in shown:
+            shown.add(str(message))
+            echo(f"{PROG}: note: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ReadOnlyIndexWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _is_broken_pipe(exc: BaseException) -> bool:
@@ -125,7 +147,9 @@ class _Group(click.Group):
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with _notes():
+                code = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                    **extra)
         except click.ClickException as exc:
             click.echo(_usage_line(exc), err=True)
             code = exc.exit_code

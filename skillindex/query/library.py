@@ -27,6 +27,7 @@ from skillindex.query.resolve import Winner
 from skillindex.store import audit, queries, resolved, served, units
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
+from skillindex.store.engine import read_only
 from skillindex.store.fts import Ranked
 from skillindex.store.units import READ
 
@@ -42,6 +43,12 @@ class Library:
         self.engine = engine
         self.index_name = index_name
         self.audit_lock_timeout = audit_lock_timeout
+
+    @property
+    def writable(self) -> bool:
+        """False when the database was opened read-only (store/sqlitefile.py): then nothing
+        is written but audit rows, which are refused."""
+        return read_only(self.engine) is None
 
     def session(self, doing: str = READ) -> AbstractContextManager[Session]:
         """A session to read in; database errors become one StoreError line."""
@@ -62,7 +69,7 @@ class Library:
         if here.quarantining:
             return None
         found = winners.lookup(session, here.index_name, here.roots, here.rules)
-        if found is not None:
+        if found is not None or not self.writable:
             return found
         session.rollback()
         try:
@@ -120,8 +127,9 @@ class Library:
         """One audit row in a transaction of its own (a reindex never holds it up long): on
         SQLite the write lock from BEGIN on, so reading the chain's head and appending after it
         cannot interleave with another process's append; on PostgreSQL waiting at most
-        `audit_lock_timeout` seconds for the chain's lock."""
-        with self.transaction("write the audit log") as session:
+        `audit_lock_timeout` seconds for the chain's lock. A database that will not take the row
+        (read-only, full, gone) raises AuditUnwritableError: the disclosure is refused."""
+        with units.audit_transaction(self.engine) as session:
             audit.append(session, self.index_name, record,
                          lock_timeout=self.audit_lock_timeout)
 

@@ -42,10 +42,11 @@ def catalog(store: Library, here: Here, request: quick.Request, *, session: str 
     if result is None:
         result = _built(store, here, request, since)
         try:
-            with store.transaction("cache the catalog", immediate=False) as db:
-                queries.store_catalog(db, here.index_name, key, result.to_cache())
+            if store.writable:
+                with store.transaction("cache the catalog", immediate=False) as db:
+                    queries.store_catalog(db, here.index_name, key, result.to_cache())
         except StoreError:
-            pass
+            pass  # a database that takes no write (full, or read-only) serves it uncached
     if session is not None:
         text = result.text.encode("utf-8")
         store.append(AuditRecord(

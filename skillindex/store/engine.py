@@ -8,6 +8,8 @@ import importlib.util
 import os
 import re
 import sqlite3
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +17,31 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from skillindex.errors import ConfigError, IndexMissingError, StoreError
-from skillindex.store import sql
+from skillindex.errors import AuditUnwritableError, ConfigError, IndexMissingError, StoreError
+from skillindex.store import sql, sqlitefile
 
 BUSY_TIMEOUT_MS = sql.SQLITE_BUSY_MS
 # Execution option: on SQLite, `connection.execution_options(**IMMEDIATE)` makes the next
 # transaction take the write lock at BEGIN, so a read-then-write transaction cannot lose a race
 # to another writer half way (SQLite would fail it at once instead of waiting). Ignored elsewhere.
 IMMEDIATE = {"sqlite_begin": "IMMEDIATE"}
+
+
+@dataclass(slots=True)
+class _Access:
+    """How the last connection of an engine to a SQLite file opened it (sqlitefile.Opened)."""
+
+    why: str | None = None  # why it could not be written; None: read-write
+
+
+_ACCESS: weakref.WeakKeyDictionary[Engine, _Access] = weakref.WeakKeyDictionary()
+
+
+def read_only(engine: Engine) -> str | None:
+    """Why the SQLite file of `engine` was opened read-only, in words; None when it was opened
+    read-write, is not a SQLite file, or has not been opened yet."""
+    access = _ACCESS.get(engine)
+    return None if access is None else access.why
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -61,10 +80,16 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
             raise ConfigError(f"cannot create the database {path}: {exc.strerror}") from exc
     try:
         # hide_parameters: not even a logged or re-raised error carries what a skill file said.
-        if parsed.get_backend_name() == "sqlite":
+        if path is not None:
+            access = _Access()
+            engine = create_engine(parsed, hide_parameters=True,
+                                   creator=_file_connector(str(path), access))
+            _ACCESS[engine] = access
+            _configure_sqlite(engine, pragmas=False)
+        elif parsed.get_backend_name() == "sqlite":
             engine = create_engine(parsed, hide_parameters=True,
                                    connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-            _configure_sqlite(engine)
+            _configure_sqlite(engine, pragmas=True)
         elif parsed.get_backend_name() == "postgresql":
             # The application name tells a DBA which sessions (and advisory locks) are ours.
             engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True,
@@ -95,17 +120,31 @@ def _driver(name: str) -> str:
     return f"postgresql+{driver}"
 
 
-def store_error(exc: Exception, doing: str, *, url: object = None) -> StoreError:
-    """One line for the user: what could not be done and what the database said.
+def store_error(exc: Exception, doing: str, *, url: object = None,
+                why: str | None = None) -> StoreError:
+    """One line for the user: what could not be done and what the database said (or, for a
+    file opened read-only, `why` it could not be written).
 
     Never the statement or its parameters (they may hold what a caller passed in), nor
     SQLAlchemy's link to its documentation; a read-only SQLite file or folder is named.
     """
+    where = f" {_shown(url)}" if url is not None else ""
+    return StoreError(f"cannot {doing}{where}: {_said(exc, url, why)}")
+
+
+def audit_error(exc: Exception, *, url: object, why: str | None) -> AuditUnwritableError:
+    """The refusal of a disclosure whose audit row the database would not take."""
+    return AuditUnwritableError(_shown(url), _said(exc, url, why))
+
+
+def _said(exc: Exception, url: object, why: str | None) -> str:
     original = getattr(exc, "orig", None) or exc
     lines = [line.strip() for line in str(original).splitlines() if line.strip()]
     said = next((line for line in lines if not line.startswith("(Background on this error")),
                 type(original).__name__)
     said = re.sub(r"^\((?:[\w.]+)\)\s*", "", said)
+    if why is not None and "readonly database" in said:
+        return f"{why}; it was opened read-only"
     path = sqlite_path(str(url)) if url is not None else None
     if path is not None and "readonly database" in said:
         folder = path.parent
@@ -114,8 +153,7 @@ def store_error(exc: Exception, doing: str, *, url: object = None) -> StoreError
                      "-shm files beside the database)")
         elif not os.access(path, os.W_OK):
             said += f"; the file {path} must be writable"
-    where = f" {_shown(url)}" if url is not None else ""
-    return StoreError(f"cannot {doing}{where}: {said}")
+    return said
 
 
 def _shown(url: object) -> str:
@@ -128,15 +166,27 @@ def _shown(url: object) -> str:
         return "<database>"
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _file_connector(path: str, access: _Access) -> Any:
+    """A SQLite file's connections, read-only where it cannot be written (store/sqlitefile.py),
+    each telling `access` how it opened the file."""
+    def connect() -> sqlite3.Connection:
+        opened = sqlitefile.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+        access.why = opened.why
+        return opened.connection
+
+    return connect
+
+
+def _configure_sqlite(engine: Engine, *, pragmas: bool) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide where transactions begin (the documented recipe).
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        for pragma in sql.SQLITE_PRAGMAS:
-            cursor.execute(pragma)
-        cursor.close()
+        if pragmas:  # a file's connections have theirs from sqlitefile.connect
+            cursor = dbapi_connection.cursor()
+            for pragma in sql.SQLITE_PRAGMAS:
+                cursor.execute(pragma)
+            cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from skillindex import model
 from skillindex.model import KnownSkill
-from skillindex.store import chain, fts, sql
+from skillindex.store import chain, fts, sql, sqlitefile
 from skillindex.store.chain import fields_of, linked
 from skillindex.store.revision import HEAD
 from skillindex.store.rows import add_known, manifest_file_of, scans_of, spec_of
@@ -46,10 +46,8 @@ def opened(path: str) -> Iterator[sqlite3.Connection | None]:
     connection = None
     if os.path.isfile(path):
         try:
-            connection = sqlite3.connect(path, timeout=sql.SQLITE_BUSY_MS / 1000,
-                                         isolation_level=None)
-            for pragma in sql.SQLITE_PRAGMAS:
-                connection.execute(pragma)
+            # Read-only where the file cannot be written: it still answers what it holds.
+            connection = sqlitefile.connect(path, timeout=sql.SQLITE_BUSY_MS / 1000).connection
             if connection.execute(sql.SCHEMA_VERSION).fetchone() != (HEAD,):
                 connection.close()
                 connection = None

@@ -21,6 +21,8 @@ CANDIDATE_COLUMNS = (
     "c.disable_model_invocation, r.path, r.scope, r.provider, r.precedence, r.position")
 
 SCHEMA_VERSION = "SELECT version_num FROM alembic_version"
+# Reads the schema, so a connection that opened but cannot read its file fails here.
+SCHEMA_PROBE = "SELECT count(*) FROM sqlite_master"
 ROOT_RUNS = ("SELECT path, last_run_id FROM root WHERE index_name = :index_name "
              "AND path IN ({paths}) ORDER BY path")
 CACHED_CATALOG = "SELECT payload FROM catalog_cache WHERE index_name = :index_name AND key = :key"

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from skillindex.store.engine import IMMEDIATE, store_error
+from skillindex.store.engine import IMMEDIATE, audit_error, read_only, store_error
 
 READ = "read the index"
 
@@ -21,7 +21,7 @@ def failing_as(engine: Engine, doing: str) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        raise store_error(exc, doing, url=engine.url) from exc
+        raise store_error(exc, doing, url=engine.url, why=read_only(engine)) from exc
 
 
 @contextmanager
@@ -36,7 +36,24 @@ def transaction(engine: Engine, doing: str, *, immediate: bool = True) -> Iterat
     """A session in one write transaction, committed at the end. On SQLite, when `immediate`,
     it holds the write lock from BEGIN on, so what it reads before writing cannot be changed
     by another writer half way; otherwise it takes the lock at its first write."""
-    with failing_as(engine, doing), engine.connect() as connection:
+    with failing_as(engine, doing), _written(engine, immediate=immediate) as opened:
+        yield opened
+
+
+@contextmanager
+def audit_transaction(engine: Engine) -> Iterator[Session]:
+    """`transaction` for one audit row: a database that will not take it (read-only, full,
+    gone) is AuditUnwritableError, since nothing may be handed over without its row."""
+    try:
+        with _written(engine, immediate=True) as opened:
+            yield opened
+    except SQLAlchemyError as exc:
+        raise audit_error(exc, url=engine.url, why=read_only(engine)) from exc
+
+
+@contextmanager
+def _written(engine: Engine, *, immediate: bool) -> Iterator[Session]:
+    with engine.connect() as connection:
         if immediate:
             connection.execution_options(**IMMEDIATE)
         with Session(connection) as opened, opened.begin():
