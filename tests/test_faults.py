@@ -6,14 +6,22 @@ audit row; a reindex leaves the previous index whole and its lock released."""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
+from collections import Counter
 from contextlib import closing
 from pathlib import Path
+from random import Random
 
 import pytest
+from sqlalchemy import text
 
+from skillindex.store import lock
+from skillindex.store.engine import make_engine
 from tests import faultfs
 from tests.conftest import write_skill
 from tests.faultfs import Done, SmallDisk
@@ -192,3 +200,67 @@ def test_a_reindex_that_runs_out_of_space_loses_nothing(small_disk: SmallDisk,
     final = results[-1]
     assert final.code == 0, final.stderr
     assert '"added": 300' in final.stdout
+
+
+# Signal points per signal: each a reindex that has skills to add or remove, signalled after a
+# random share of the time an unsignalled one takes (from the interpreter's start on).
+SIGNAL_POINTS = 6
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_at_any_point_of_a_reindex_leaves_the_index_whole(
+        tmp_path: Path, db_url: str, signum: int) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    (tmp_path / "config.toml").write_text(f'[skills]\npresets = false\n\n[[roots]]\n'
+                                          f'path = "{root}"\n')
+    engine = make_engine(db_url)
+    reindex = cli_args(tmp_path, "--db", db_url, "reindex")
+
+    def state() -> tuple[int, str | None]:
+        with engine.connect() as connection:
+            count = connection.execute(text("SELECT count(*) FROM candidate")).scalar_one()
+        return int(count), lock.current_holder(engine, "default")
+
+    def toggle() -> int:
+        """Add the batch of skills if it is not there, else remove it: the count to expect."""
+        batch = [root / f"batch-{number:03d}" for number in range(150)]
+        if batch[0].exists():
+            for folder in batch:
+                shutil.rmtree(folder)
+            return 1
+        for folder in batch:
+            write_skill(root, folder.name, body="# Body\n" + "Text. " * 200)
+        return 151
+
+    started = time.monotonic()
+    assert subprocess.run(reindex, cwd=tmp_path, env=environment(tmp_path), check=False,
+                          capture_output=True).returncode == 0
+    expected = toggle()
+    assert subprocess.run(reindex, cwd=tmp_path, env=environment(tmp_path), check=False,
+                          capture_output=True).returncode == 0
+    took = (time.monotonic() - started) / 2
+    assert state() == (expected, None)
+    random = Random(signum)
+    outcomes: Counter[tuple[int, str]] = Counter()
+    for _point in range(SIGNAL_POINTS):
+        before, after = state()[0], toggle()
+        child = subprocess.Popen(reindex, cwd=tmp_path, env=environment(tmp_path),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(random.uniform(0, took))
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=300)
+        count, holder = state()
+        # The previous index or the new one, never a part; no lock left behind.
+        assert count in (before, after), (count, before, after, stderr)
+        assert holder is None, stderr
+        assert child.returncode not in (130, 143) or "Traceback" not in stderr, stderr
+        outcomes[(child.returncode, "new" if count == after else "old")] += 1
+        if count == before:
+            toggle()  # back to what the index holds, so the next point has work again
+    # The next reindex after all of them succeeds.
+    done = subprocess.run(reindex, cwd=tmp_path, env=environment(tmp_path), check=False,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    engine.dispose()
+    print(f"{signal.Signals(signum).name}: {dict(outcomes)}")

@@ -7,7 +7,9 @@ import gc
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -70,6 +72,29 @@ def _usage_line(exc: click.ClickException) -> str:
     if isinstance(exc, click.UsageError) and ctx is not None:
         message += f" (see `{ctx.command_path} --help`)"
     return error_line(message)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is as Ctrl-C is: a reindex rolls back its one
+    transaction and releases its lock, a watch stops, and the exit code is 143."""
+
+
+@contextmanager
+def _terminated_as_interrupted() -> Iterator[None]:
+    """While a command runs, SIGTERM (a service stopped, a container shut down) unwinds it as
+    SIGINT does, instead of ending the process where it stands."""
+    def terminate(_signal: int, _frame: object) -> None:
+        raise Terminated
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield  # a host that handles SIGTERM itself keeps its handler
+        return
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager
@@ -147,7 +172,7 @@ class _Group(click.Group):
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
         try:
-            with _notes():
+            with _notes(), _terminated_as_interrupted():
                 code = super().main(args, prog_name, complete_var, standalone_mode=False,
                                     **extra)
         except click.ClickException as exc:
@@ -178,9 +203,10 @@ class _Group(click.Group):
             fail(ctx, escape.terminal(exc.message), exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except KeyboardInterrupt:
-            click.echo(f"{PROG}: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:
+            click.echo(f"{PROG}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}",
+                       err=True)
+            ctx.exit(128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT))
         except OSError as exc:
             if _is_broken_pipe(exc):
                 _silence_stdout()
