@@ -170,7 +170,7 @@ def _file_connector(path: str, access: _Access) -> Any:
     """A SQLite file's connections, read-only where it cannot be written (store/sqlitefile.py),
     each telling `access` how it opened the file."""
     def connect() -> sqlite3.Connection:
-        opened = sqlitefile.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+        opened = sqlitefile.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, pooled=True)
         access.why = opened.why
         return opened.connection
 

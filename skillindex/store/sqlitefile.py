@@ -48,12 +48,14 @@ def cannot_write(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _CANNOT_WRITE
 
 
-def connect(path: str, *, timeout: float) -> Opened:
+def connect(path: str, *, timeout: float, pooled: bool = False) -> Opened:
     """The SQLite file at `path`, its connection set up as store/sql.py says, transactions
-    begun explicitly. When a read-write open fails for want of a write, the same file read-only
-    (and a ReadOnlyIndexWarning, once per file and reason); any other failure is raised."""
+    begun explicitly (`pooled`: for a pool, which hands it to one thread at a time). When a
+    read-write open fails for want of a write, the same file read-only (and a
+    ReadOnlyIndexWarning); any other failure is raised."""
     try:
-        return Opened(_configured(sqlite3.connect(path, timeout=timeout, isolation_level=None),
+        return Opened(_configured(sqlite3.connect(path, timeout=timeout, isolation_level=None,
+                                                  check_same_thread=not pooled),
                                   sql.SQLITE_PRAGMAS))
     except sqlite3.Error as exc:
         if not cannot_write(exc):
@@ -65,7 +67,7 @@ def connect(path: str, *, timeout: float) -> Opened:
             break
         try:
             connection = sqlite3.connect(_uri(path, mode), uri=True, timeout=timeout,
-                                         isolation_level=None)
+                                         isolation_level=None, check_same_thread=not pooled)
             _configured(connection, _READ_PRAGMAS).execute(sql.SCHEMA_PROBE).fetchall()
         except sqlite3.Error:
             continue
