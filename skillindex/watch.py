@@ -31,9 +31,11 @@ class Pass:
     paths: int
     report: IndexReport | None
     error: str | None = None
+    retry_in: float | None = None  # after a failed pass: seconds until the next attempt
 
     def as_dict(self) -> dict[str, object]:
         return {"full": self.full, "paths": self.paths, "error": self.error,
+                "retry_in": self.retry_in,
                 "report": None if self.report is None else self.report.as_dict()}
 
 
@@ -68,50 +70,72 @@ def relevant(changed: Iterable[str], roots: Iterable[str]) -> list[str]:
 
 def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = 200,
           max_wait_ms: int = 2000, stop: threading.Event | None = None,
-          on_pass: OnPass | None = None) -> None:
+          on_pass: OnPass | None = None, retry_first: float = 1.0,
+          retry_max: float = 300.0) -> None:
     """Reindex now, then after every burst of changes under the roots, until `stop` is set
     (or KeyboardInterrupt).
 
     A burst ends when nothing changed for `quiet_ms` (or after `max_wait_ms` of continuous
     change), so a checkout of a thousand files is one reindex. Only the skill directories that
     hold changed paths are rescanned; every `full_every` seconds a full reindex catches what
-    events cannot show (roots that appeared, skills reached through symlinks). A failed pass
-    is reported and the watch goes on.
+    events cannot show (roots that appeared, skills reached through symlinks).
+
+    A failed pass (a full disk, a read-only index, a lost server, another reindex holding the
+    lock too long) is reported and the watch goes on: it retries with a full reindex after
+    `retry_first` seconds, doubling the wait after each failure in a row up to `retry_max`
+    (and never beyond `full_every`); changes meanwhile wait for that retry.
     """
     watchfiles = _watchfiles()
     stop = stop or threading.Event()
     report = on_pass or (lambda _pass: None)
+    failures = 0
 
-    def run(full: bool, paths: list[str]) -> None:
+    def pause() -> float:
+        """Seconds until the next full pass is due."""
+        if not failures:
+            return full_every
+        return float(min(retry_first * 2.0 ** (failures - 1), retry_max, full_every))
+
+    def run(full: bool, paths: list[str]) -> float:
+        """Run one pass; the time at which the next full one is due."""
+        nonlocal failures
         try:
             done = index.reindex() if full else index.reindex(paths=paths)
         except SkillIndexError as exc:
-            report(Pass(full, len(paths), None, exc.message))
-            return
+            failures += 1
+            report(Pass(full, len(paths), None, exc.message, retry_in=pause()))
+            return time.monotonic() + pause()
+        failures = 0
         report(Pass(full, len(paths), done))
+        return time.monotonic() + pause()
 
-    run(True, [])
+    due = run(True, [])
     while not stop.is_set():
-        deadline = time.monotonic() + full_every
         roots = [str(spec.path) for spec in index.plan.roots if spec.path.is_dir()]
+        left = max(0.0, due - time.monotonic())
         if not roots:
-            if stop.wait(full_every):
+            if stop.wait(left):
                 return
-            run(True, [])
-            continue
-        events = watchfiles.watch(
-            *roots, watch_filter=None, debounce=max_wait_ms, step=quiet_ms, stop_event=stop,
-            rust_timeout=max(1, int(full_every * 1000)), yield_on_timeout=True,
-            ignore_permission_denied=True)
-        try:
-            with closing(events):
-                for changes in events:
-                    paths = relevant((path for _change, path in changes), roots)
-                    if paths:
-                        run(False, paths)
-                    if time.monotonic() >= deadline:
-                        break
-        except (OSError, RuntimeError) as exc:  # a watched root vanished under the watcher
-            report(Pass(True, 0, None, f"watch restarted: {exc}"))
-        if not stop.is_set():
-            run(True, [])
+        else:
+            events = watchfiles.watch(
+                *roots, watch_filter=None, debounce=max_wait_ms, step=quiet_ms,
+                stop_event=stop, rust_timeout=max(1, int(left * 1000)),
+                yield_on_timeout=True, ignore_permission_denied=True)
+            try:
+                with closing(events):
+                    for changes in events:
+                        paths = relevant((path for _change, path in changes), roots)
+                        if paths and not failures:
+                            full_due = due
+                            due = run(False, paths)
+                            if not failures:
+                                due = full_due  # a targeted pass does not put off the full one
+                            else:
+                                break  # wait for the retry with the watch's new timeout
+                        if time.monotonic() >= due:
+                            break
+            except (OSError, RuntimeError) as exc:  # a watched root vanished under the watcher
+                report(Pass(True, 0, None, f"watch restarted: {exc}"))
+                due = time.monotonic()
+        if not stop.is_set() and time.monotonic() >= due:
+            due = run(True, [])

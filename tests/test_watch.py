@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,53 @@ def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
     assert process.returncode == 0, err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "stopped"
+
+
+HOLDER = """
+import sys, time
+from skillindex.store.engine import make_engine
+from skillindex.store.lock import reindex_lock
+with reindex_lock(make_engine(sys.argv[1]), "default", wait=False, timeout=0):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_failing_pass_is_retried_with_backoff_until_it_succeeds(
+        tmp_path: Path, env: Environment) -> None:
+    """Another process holds the index's reindex lock longer than reindex_timeout: every pass
+    fails. The watch retries by itself, each wait twice the one before, and succeeds once
+    the holder is gone, without any file event."""
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    db = tmp_path / "w.sqlite"
+    settings = replace(root_settings(root), reindex_timeout=0.05)
+    SkillIndex.open(settings, db=str(db), env=env).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, f"sqlite:///{db}"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    seen: list[tuple[float, Pass]] = []
+    stop = threading.Event()
+    with SkillIndex.open(settings, db=str(db), env=env) as index:
+        thread = threading.Thread(target=watch, args=(index,), kwargs={
+            "stop": stop, "on_pass": lambda done: seen.append((time.monotonic(), done)),
+            "retry_first": 0.1, "retry_max": 0.4})
+        thread.start()
+        try:
+            until(lambda: len(seen) >= 5, "five failed passes")
+            holder.kill()
+            holder.wait()
+            until(lambda: seen[-1][1].report is not None, "a pass that succeeds")
+        finally:
+            stop.set()
+            thread.join(LIMIT)
+            holder.kill()
+            holder.wait()
+            holder.stdout.close()
+    failed = [(at, done) for at, done in seen if done.report is None]
+    assert all("is still being reindexed by pid" in str(done.error) for _, done in failed)
+    assert [done.retry_in for _, done in failed[:5]] == [0.1, 0.2, 0.4, 0.4, 0.4]
+    for (at, done), (then, _) in pairwise(failed):
+        assert done.retry_in is not None and then - at >= done.retry_in
+    assert all(done.full for _, done in seen)
+    assert not thread.is_alive()

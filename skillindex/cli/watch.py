@@ -25,7 +25,8 @@ def watch(ctx: click.Context, full_every: float, quiet_ms: int, quiet: bool,
 
     Reindexes once, then waits for filesystem events: each burst of changes (a checkout of a
     thousand files is one) rescans only the skill directories it touched. A full reindex runs
-    every --full-every seconds too. Ctrl-C stops it. Needs the `watch` extra
+    every --full-every seconds too. A failed pass is retried after 1 s, then 2, 4, ... up to
+    5 minutes. Ctrl-C stops it. Needs the `watch` extra
     (pip install 'skillindex[watch]').
 
     \b
@@ -46,7 +47,8 @@ def watch(ctx: click.Context, full_every: float, quiet_ms: int, quiet: bool,
             return
         stamp = time.strftime("%H:%M:%S")
         if done.report is None:
-            echo(f"{stamp} skillindex: error: {done.error}", err=True)
+            retry = "" if done.retry_in is None else f" (retrying in {done.retry_in:g} s)"
+            echo(f"{stamp} skillindex: error: {done.error}{retry}", err=True)
             return
         if quiet:
             return
