@@ -117,6 +117,14 @@ class PostgresServer:
         log = self.log.read_text(errors="replace") if self.log.exists() else ""
         raise RuntimeError(f"the PostgreSQL server did not start: {done.stderr}\n{log[-2000:]}")
 
+    def restart(self) -> None:
+        """Stop the server (its sessions end, as in a real restart) and start it again on the
+        same port and settings."""
+        done = self._run("pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D",
+                         str(self.data), "-l", str(self.log))
+        if done.returncode != 0:
+            raise RuntimeError(f"the PostgreSQL server did not restart: {done.stderr}")
+
     def stop(self) -> None:
         try:
             if (self.data / "postmaster.pid").exists():

@@ -20,11 +20,13 @@ from random import Random
 import pytest
 from sqlalchemy import text
 
+from skillindex.api import SkillIndex
 from skillindex.store import lock
 from skillindex.store.engine import make_engine
 from tests import faultfs
 from tests.conftest import write_skill
 from tests.faultfs import Done, SmallDisk
+from tests.pgserver import PostgresServer
 
 # The commands that only read, each of which must answer from an index that cannot be written.
 READS = [["list"], ["--json", "list"], ["catalog"], ["catalog", "--format", "json"],
@@ -264,3 +266,36 @@ def test_a_signal_at_any_point_of_a_reindex_leaves_the_index_whole(
     assert done.returncode == 0, done.stderr
     engine.dispose()
     print(f"{signal.Signals(signum).name}: {dict(outcomes)}")
+
+
+def test_reads_and_reindexes_survive_a_postgresql_restart(
+        tmp_path: Path, pg_server: PostgresServer, pg_url: str) -> None:
+    """The server restarts under an open index (as `serve` holds one) and during a reindex:
+    reads before and after answer and are audited; the cut-off reindex leaves the old index
+    or the new one, no lock, and the next reindex succeeds."""
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", body="# PDF\n")
+    (tmp_path / "config.toml").write_text(f'[skills]\npresets = false\n\n[[roots]]\n'
+                                          f'path = "{root}"\n')
+    with SkillIndex.open(str(tmp_path / "config.toml"), db=pg_url, cwd=tmp_path) as index:
+        index.reindex()
+        assert index.read("skill://pdf").data == b"# PDF\n"
+        pg_server.restart()
+        assert index.read("skill://pdf").data == b"# PDF\n"
+        assert "pdf" in index.catalog().text
+        assert [event.outcome for event in index.audit()] == ["ok", "ok"]
+        for number in range(150):
+            write_skill(root, f"batch-{number:03d}", body="Text. " * 200)
+        child = subprocess.Popen(cli_args(tmp_path, "--db", pg_url, "reindex"), cwd=tmp_path,
+                                 env=environment(tmp_path), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        pg_server.restart()
+        _, stderr = child.communicate(timeout=300)
+        assert child.returncode in (0, 1), stderr
+        if child.returncode == 1:
+            assert stderr.startswith("skillindex: error: cannot "), stderr
+        assert len(index.candidates()) in (1, 151)
+        assert lock.current_holder(index.engine, "default") is None
+        assert index.reindex().seen == 151
+        assert len(index.candidates()) == 151
