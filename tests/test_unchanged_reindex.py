@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -280,6 +281,64 @@ def _children() -> set[str]:
     """This process's children, running or not yet reaped."""
     return {pid for task in Path("/proc/self/task").iterdir()
             for pid in (task / "children").read_text().split()}
+
+
+def _names_in_both_roots(tree: Tree) -> None:
+    """Names under both roots, each one place further along in the low root's listing than in
+    the high one's, so that for any number of processes some name is dealt to a forked
+    process under one root and left to the first process under the other."""
+    for number in range(1, 6):
+        write_skill(tree.high, f"shared-{number}")
+        write_skill(tree.low, f"shared-{number}", body="# The shadowed copy\n")
+    with tree.full() as index:
+        index.reindex()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",
+                    reason="the walk is shared with forked processes on Linux only")
+@pytest.mark.parametrize("jobs", [2, 3, 4])
+def test_names_in_two_roots_dealt_to_different_processes_stay_on_the_fast_path(
+        tree: Tree, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    monkeypatch.setattr(recheck, "SHARED_FROM", 1)
+    _names_in_both_roots(tree)
+    alone = tree.quick(tree.copy(), jobs=1)
+    shared = tree.quick(jobs=jobs)
+    assert alone is not None and shared is not None
+    assert report_fields(shared.as_dict()) == report_fields(alone.as_dict())
+    # And a change to such a name is still found, whichever process walks it.
+    write_skill(tree.low, "shared-3", description="Edited under the low root.")
+    assert tree.quick(jobs=jobs) is None
+
+
+# A whole `skillindex` process with the walk shared from the first skill on, reporting whether
+# it loaded SQLAlchemy (the full path) besides its exit code.
+SHARED_PROCESS = """
+import sys
+from skillindex.index import recheck
+from skillindex.cli import main
+recheck.SHARED_FROM = 1
+code = 0
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print(code, "sqlalchemy" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",
+                    reason="the walk is shared with forked processes on Linux only")
+@pytest.mark.parametrize("jobs", [1, 2, 3, 4])
+def test_reindex_of_names_in_two_roots_takes_the_fast_path_at_every_jobs(
+        tree: Tree, jobs: int) -> None:
+    _names_in_both_roots(tree)
+    before = runs(tree.db)
+    done = subprocess.run([sys.executable, "-c", SHARED_PROCESS, *tree.argv(), "--json",
+                           "reindex", "--jobs", str(jobs)],
+                          capture_output=True, text=True, check=False)
+    assert done.stderr.strip().splitlines()[-1] == "0 False", done.stderr
+    assert json.loads(done.stdout)["unchanged"] == 15
+    assert runs(tree.db) == before + 1
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",

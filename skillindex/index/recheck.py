@@ -42,13 +42,25 @@ class _Found:
 
 
 class _AllBut:
-    """The entries not given to another process (also those that appeared since)."""
+    """The entries under one root not given to another process (also those that appeared
+    since)."""
 
     def __init__(self, others: frozenset[str]) -> None:
         self.others = others
 
     def __contains__(self, name: object) -> bool:
         return name not in self.others
+
+
+def _rest(given: Sequence[Share]) -> dict[str, _AllBut]:
+    """Per root, what the first process walks: every entry under it that no other process
+    was given under that same root (a name given out under one root is still this process's
+    under another)."""
+    others: dict[str, set[str]] = {}
+    for share in given:
+        for path, names in share.items():
+            others.setdefault(path, set()).update(names)
+    return {path: _AllBut(frozenset(names)) for path, names in others.items()}
 
 
 def _unread(candidate_id: int) -> dict[str, KnownFile]:
@@ -135,10 +147,8 @@ def _shared(roots: Sequence[RootSpec], stored: StoredRoots, shares: list[Share],
             unread[pid] = read
             unreaped.add(pid)
             given.append(share)
-        others = frozenset(name for share in given for names in share.values()
-                           for name in names)
-        found = _walk(roots, stored, _AllBut(others) if others else None, limits, progress,
-                      parts=len(given) + 1)
+        found = _walk(roots, stored, _rest(given), limits, progress, parts=len(given) + 1,
+                      first=True)
         if found is None:
             return None
         results = [found]
@@ -169,22 +179,25 @@ def _child(write: int, roots: Sequence[RootSpec], stored: StoredRoots, share: Sh
     code = 1
     try:
         with os.fdopen(write, "wb") as pipe:
-            pipe.write(pickle.dumps(_walk(roots, stored, share, limits, None, parts=1)))
+            pipe.write(pickle.dumps(_walk(roots, stored, share, limits, None, parts=1,
+                                                 first=False)))
         code = 0
     finally:
         os._exit(code)
 
 
 def _walk(roots: Sequence[RootSpec], stored: StoredRoots,
-          share: Share | _AllBut | None, limits: Limits, progress: Progress | None, *,
-          parts: int) -> _Found | None:
+          share: Share | dict[str, _AllBut], limits: Limits, progress: Progress | None, *,
+          parts: int, first: bool) -> _Found | None:
+    """Walk what `share` gives this process under each root: all of a root missing from it
+    for the first process, none of it for the others."""
     found = _Found()
     done = 0
     expected = sum(len(stored.known.get(str(spec.path), {})) for spec in roots) or None
     for spec in roots:
         path = str(spec.path)
-        only = share.get(path) if isinstance(share, dict) else share
-        if isinstance(share, dict) and not only:
+        only = share.get(path)
+        if not first and not only:
             continue  # nothing of this root here: the first process lists it
         known = stored.known.get(path, {})
         result = RootScan(spec)
