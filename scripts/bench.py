@@ -52,7 +52,7 @@ def floor_a(roots: list[Path]) -> int:
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir():  # symlinked skill folders are walked, as the indexer does
                     stack.append(entry.path)
                 else:
                     entry.stat()
@@ -67,7 +67,7 @@ def floor_b(roots: list[Path]) -> int:
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir():
                     stack.append(entry.path)
                     continue
                 with open(entry.path, "rb") as handle:
@@ -164,19 +164,40 @@ def startup_rows(config: Path, db: Path, cwd: Path, repeat: int) -> dict[str, fl
     return {key: statistics.median(values) for key, values in times.items()}
 
 
+SHAPE = ["users"]  # the generated trees' shape (--tree)
 # `skillindex serve` over stdio is measured when the mcp extra is installed.
 MCP_OPTIONS: dict[str, Any] = {"enabled": False, "agentskills": None}
+
+
+def installs(count: int, repeat: int, work: Path, pythons: dict[str, str],
+             shape: str) -> dict[str, Any]:
+    """Only the `reindex` processes of each install beside floors A and B (`--install`)."""
+    from scripts import freshbench
+    from scripts.benchkit import generate, settings_file
+    from skillindex import SkillIndex
+
+    base = work / f"n{count}"
+    roots = generate(base / "tree", count, shape)
+    config = settings_file(base, roots)
+    db = base / "index.sqlite"
+    with SkillIndex.open(config, db=str(db), cwd=base) as index:
+        index.reindex()
+    results: dict[str, Any] = {"skills": count}
+    results.update(freshbench.installs(config, base, base, db, {
+        "a": lambda: floor_a(roots), "b": lambda: floor_b(roots)}, pythons, repeat))
+    shutil.rmtree(base)
+    return results
 
 
 def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
           watch: bool = True) -> dict[str, Any]:
     from scripts import freshbench, searchbench
-    from scripts.benchkit import ROOTS, generate, median_time, settings_file, skill_text, timed
+    from scripts.benchkit import generate, median_time, settings_file, skill_text, timed
     from skillindex import SkillIndex
 
     base = work / f"n{count}"
     started = time.perf_counter()
-    roots = generate(base / "tree", count)
+    roots = generate(base / "tree", count, SHAPE[0])
     generated = time.perf_counter() - started
     config = settings_file(base, roots)
     cwd = base
@@ -229,11 +250,8 @@ def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
     def change_one_percent() -> None:
         v = next(version)
         for number in range(0, count, max(1, count // changed)):
-            root = roots[number % ROOTS]
-            name = f"skill-{number:06d}"
-            path = root / name / "SKILL.md"
-            if path.exists():
-                path.write_text(skill_text(number, name, v))
+            path = roots.skill_md[number]
+            path.write_text(skill_text(number, path.parent.name, v))
 
     results["changed_1pct_s"] = median_time(index.reindex, repeat, before=change_one_percent)
     results["changed_skills"] = changed
@@ -263,7 +281,7 @@ def bench(count: int, repeat: int, work: Path, *, memory: bool = False,
         results.update(searchbench.speed(index, db, count, median_time))
     index.close()
     if watch:
-        results.update(freshbench.watch(config, db, cwd, roots[0] / "skill-000000" / "SKILL.md",
+        results.update(freshbench.watch(config, db, cwd, roots.skill_md[0],
                                         max(repeat, 5), idle_seconds=2 if repeat == 1 else 10))
     if memory:
         results["memory"] = freshbench.memory(config, base, cwd, "skill-000002")
@@ -440,8 +458,32 @@ def main() -> None:
                         "`report --html` at its 61,452 skills")
     parser.add_argument("--no-agentskills", action="store_true",
                         help="skip agentskills-mcp-server (its start-up takes minutes at 10,000)")
+    parser.add_argument("--tree", choices=("users", "plain"), default="users",
+                        help="the trees' shape: repeated names anywhere in the next root, "
+                        "symlinked skill folders and nested groups (users, the default), or "
+                        "every name's copy beside it (plain, the earlier benchmark's)")
+    parser.add_argument("--install", action="append", metavar="LABEL=PYTHON", default=[],
+                        help="only the `reindex` processes, of each such install (an "
+                        "interpreter whose environment has skillindex installed), in turn "
+                        "(repeatable)")
     args = parser.parse_args()
+    SHAPE[0] = args.tree
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    if args.install:
+        pythons = dict(item.split("=", 1) for item in args.install)
+        from scripts import freshbench
+
+        work = Path(tempfile.mkdtemp(prefix="skillindex-bench-", dir=args.work))
+        try:
+            for size in args.sizes or [10_000]:
+                print(f"benchmarking the installs at {size} skills ...", file=sys.stderr,
+                      flush=True)
+                result = installs(size, args.repeat, work, pythons, args.tree)
+                print(json.dumps(result) if args.json
+                      else freshbench.installs_table(size, result, list(pythons)))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         import mcp  # noqa: F401
     except ImportError:

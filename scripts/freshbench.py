@@ -69,6 +69,68 @@ def processes(config: Path, base: Path, cwd: Path, db: Path,
     return results
 
 
+def installs(config: Path, base: Path, cwd: Path, db: Path,
+             floors: dict[str, Callable[[], object]], pythons: dict[str, str],
+             repeat: int) -> dict[str, float]:
+    """`skillindex reindex` as whole processes of each install in `pythons` (label: its
+    interpreter, e.g. a non-editable install with compiled bytecode, as users have), every
+    repetition timing each figure of each install in turn beside its floor: unchanged with
+    the default jobs and with `--jobs 1` beside floor A, into a new database (schema
+    included) with the default jobs and with `--jobs 1` beside floor B. Medians, keyed
+    `<label>:<figure>`."""
+    times: dict[str, list[float]] = {}
+
+    def run_there(argv: list[str]) -> None:
+        # Started in the tree's folder: `python -m` looks in the folder it starts in first,
+        # which must not be a checkout of the package.
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       cwd=cwd)
+
+    def timed(key: str, function: Callable[[], object] | list[str]) -> None:
+        started = time.perf_counter()
+        run_there(function) if isinstance(function, list) else function()
+        times.setdefault(key, []).append(time.perf_counter() - started)
+
+    def command(python: str, target: Path, *args: str) -> list[str]:
+        return [python, *cli(config, target, cwd, *args)[1:]]
+
+    fresh = iter(range(10**6))
+    for python in pythons.values():  # bytecode caches written, the index there
+        run_there(command(python, db, "reindex", "-q"))
+    for _ in range(repeat):
+        timed("floor_a_s", floors["a"])
+        for label, python in pythons.items():
+            timed(f"{label}:unchanged_s", command(python, db, "reindex", "-q"))
+            timed(f"{label}:unchanged_1_job_s", command(python, db, "reindex", "-q", "-j", "1"))
+        timed("floor_b_s", floors["b"])
+        for label, python in pythons.items():
+            for key, jobs in (("cold_s", ()), ("cold_1_job_s", ("-j", "1"))):
+                target = base / f"install-cold-{next(fresh)}.sqlite"
+                timed(f"{label}:{key}", command(python, target, "reindex", "-q", *jobs))
+                for path in base.glob(f"{target.name}*"):
+                    path.unlink()
+    return {key: statistics.median(values) for key, values in times.items()}
+
+
+INSTALL_ROWS = (("`reindex`, nothing changed (default jobs)", "unchanged_s", "a"),
+                ("the same with `--jobs 1`", "unchanged_1_job_s", "a"),
+                ("`reindex` into an empty index (schema included)", "cold_s", "b"),
+                ("the same, one process (`--jobs 1`)", "cold_1_job_s", "b"))
+
+
+def installs_table(count: int, results: dict[str, float], labels: list[str]) -> str:
+    """The figures of `installs` with each install's ratio to its floor."""
+    lines = [f"| figure at {count:,} skills | " + " | ".join(
+        f"{label} | ratio" for label in labels) + " | floor |",
+        "|---|" + "---:|---:|" * len(labels) + "---:|"]
+    for title, key, floor in INSTALL_ROWS:
+        below = results[f"floor_{floor}_s"]
+        cells = [f"{results[f'{label}:{key}']:.2f} s | {results[f'{label}:{key}'] / below:.2f}x"
+                 for label in labels]
+        lines.append(f"| {title} | " + " | ".join(cells) + f" | {floor.upper()} {below:.2f} s |")
+    return "\n".join(lines)
+
+
 def first_catalog(index: Any, touch: Callable[[], object], repeat: int) -> dict[str, float]:
     """The first catalog after a reindex that changed a skill (no cached text), and the next."""
     first, cached = [], []
