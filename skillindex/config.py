@@ -30,6 +30,9 @@ INTEGER_RANGES = {
     "catalog_usage_days": (1, 36_500),
 }
 MIB = 1 << 20
+# `[serve]`: the limits of `serve --http` per principal (0 in the file is no limit).
+SERVE_RANGES: dict[str, tuple[float, float]] = {
+    "requests_per_second": (0.0, 1e6), "bytes_per_minute": (0, 2**63 - 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,9 @@ class Environment:
     codex_home: Path | None = None
     config_file: str | None = None  # SKILLINDEX_CONFIG
     database: str | None = None  # SKILLINDEX_DB
+    # SKILLINDEX_CLIENT_SECRET: `serve --introspect`'s secret at the authorization server,
+    # kept out of the command line, which other users of the machine can read.
+    client_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_os(cls, *, cwd: Path | str | None = None,
@@ -58,6 +64,7 @@ class Environment:
             codex_home=Path(codex) if codex else None,
             config_file=env.get("SKILLINDEX_CONFIG") or None,
             database=env.get("SKILLINDEX_DB") or None,
+            client_secret=env.get("SKILLINDEX_CLIENT_SECRET") or None,
         )
 
 
@@ -86,6 +93,14 @@ class CatalogModes:
     pinned: tuple[str, ...] = ()  # always first, always in full
     names_only: tuple[str, ...] = ()  # never with a description
     manual_only: tuple[str, ...] = ()  # never in the catalog; `read` and `/skill:` still work
+
+
+@dataclass(frozen=True, slots=True)
+class ServeLimits:
+    """What one principal may ask of `serve --http`; None is no limit."""
+
+    requests_per_second: float | None = 20.0
+    bytes_per_minute: int | None = 64 * MIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +151,7 @@ class Settings:
     allow_hardlinks: bool = False
     # Skills with risk findings: warned about, or withheld until `skillindex trust` approves.
     risk_policy: RiskPolicy = RiskPolicy.WARN
+    serve: ServeLimits = ServeLimits()
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -163,8 +179,9 @@ ALIASES = {
     "contextFiles": "context_files",
 }
 _SKILL_KEYS = {f.name for f in fields(Settings)} - {"roots", "source", "index_name",
-                                                    "reindex_timeout", "audit_lock_timeout"}
-_TOP_LEVEL_KEYS = {"skills", "roots", "index", "reindex_timeout", "audit_lock_timeout"}
+                                                    "reindex_timeout", "audit_lock_timeout",
+                                                    "serve"}
+_TOP_LEVEL_KEYS = {"skills", "roots", "index", "reindex_timeout", "audit_lock_timeout", "serve"}
 _ROOT_KEYS = {f.name for f in fields(RootConfig)}
 
 
@@ -221,7 +238,8 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     unknown = set(document) - _TOP_LEVEL_KEYS
     if unknown:
         raise ConfigError(f"unknown top-level key {sorted(unknown)[0]!r} (expected [skills], "
-                          "[[roots]], index, reindex_timeout or audit_lock_timeout)", source=source,
+                          "[[roots]], [serve], index, reindex_timeout or audit_lock_timeout)",
+                          source=source,
                           key=sorted(unknown)[0])
     values: dict[str, Any] = {}
     skills = document.get("skills", {})
@@ -248,6 +266,8 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     for key in ("reindex_timeout", "audit_lock_timeout"):
         if key in document:
             values[key] = _seconds(document[key], source, key)
+    if "serve" in document:
+        values["serve"] = _serve_limits(document["serve"], source)
     roots = document.get("roots", [])
     if not isinstance(roots, list):
         raise ConfigError("roots must be an array of tables ([[roots]])", source=source,
@@ -320,6 +340,25 @@ def _convert(name: str, value: Any, default: Any, source: str, label: str) -> An
     if not isinstance(value, str):
         raise ConfigError(f"{label} must be a string", source=source, key=name)
     return value
+
+
+def _serve_limits(value: Any, source: str) -> ServeLimits:
+    if not isinstance(value, Mapping):
+        raise ConfigError("[serve] must be a table", source=source, key="serve")
+    limits: dict[str, Any] = {}
+    for key, number in value.items():
+        if key not in SERVE_RANGES:
+            raise ConfigError(f"unknown setting serve.{key} (expected "
+                              f"{' or '.join(SERVE_RANGES)})", source=source, key=key)
+        low, high = SERVE_RANGES[key]
+        whole = isinstance(low, int)
+        kinds = int if whole else int | float
+        if isinstance(number, bool) or not isinstance(number, kinds) or not (
+                low <= number <= high):
+            raise ConfigError(f"serve.{key} must be a {'whole ' if whole else ''}number from "
+                              f"{low:g} to {high:g} (0: no limit)", source=source, key=key)
+        limits[key] = (int(number) if whole else float(number)) or None
+    return ServeLimits(**limits)
 
 
 def _catalog_modes(value: Any, source: str) -> CatalogModes:

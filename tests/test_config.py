@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -7,7 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from skillindex.cli import cli
-from skillindex.config import Environment, Settings, database_url, load_settings, parse_settings
+from skillindex.config import (
+    Environment,
+    ServeLimits,
+    Settings,
+    database_url,
+    load_settings,
+    parse_settings,
+)
 from skillindex.errors import ConfigError
 from skillindex.model import Limits, Scope, Validation
 
@@ -90,6 +98,26 @@ def test_index_and_reindex_timeout_are_top_level_keys() -> None:
     assert Settings().reindex_timeout == 600.0
     assert parse_settings({"audit_lock_timeout": 0.5}).audit_lock_timeout == 0.5
     assert Settings().audit_lock_timeout == 10.0
+
+
+def test_serve_limits_are_a_table_and_zero_is_no_limit() -> None:
+    assert Settings().serve == ServeLimits(20.0, 64 * 2**20)
+    settings = parse_settings({"serve": {"requests_per_second": 2.5, "bytes_per_minute": 0}})
+    assert settings.serve == ServeLimits(requests_per_second=2.5, bytes_per_minute=None)
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ({"serve": 5}, "[serve] must be a table"),
+    ({"serve": {"rps": 5}}, "unknown setting serve.rps"),
+    ({"serve": {"requests_per_second": -1}}, "serve.requests_per_second must be a number"),
+    ({"serve": {"requests_per_second": float("nan")}}, "must be a number from 0"),
+    ({"serve": {"requests_per_second": True}}, "must be a number from 0"),
+    ({"serve": {"bytes_per_minute": 1.5}}, "serve.bytes_per_minute must be a whole number"),
+    ({"serve": {"bytes_per_minute": 2**63}}, "must be a whole number from 0"),
+], ids=["not-a-table", "unknown-key", "negative", "nan", "bool", "fraction", "huge"])
+def test_bad_serve_limits_name_the_key(document: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_settings(document, source="cfg.toml")
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path, env: Environment) -> None:

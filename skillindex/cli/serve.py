@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import click
 
-from skillindex.cli.common import cli, fail, options_of
-from skillindex.errors import EXIT_ERROR
+from skillindex.cli.common import cli, echo, fail, options_of, print_json, table
+from skillindex.errors import EXIT_ERROR, EXIT_USAGE
 
 INSTALL_HINT = "skillindex serve needs the mcp extra: pip install 'skillindex[mcp]'"
+# What serves HTTP only: given without --http it would be ignored, so it is refused.
+_HTTP_ONLY = ("url", "tokens", "introspect", "issuer", "client_id", "scopes", "insecure_no_auth",
+              "tls_cert", "tls_key", "requests_per_second", "bytes_per_minute")
+_FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -21,16 +28,47 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-@cli.command()
+@cli.group(invoke_without_command=True)
 @click.option("--http", "listen", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST "
               "defaults to 127.0.0.1).")
+@click.option("--url", metavar="URL",
+              help="The endpoint as clients reach it (default http://HOST:PORT/mcp; needed "
+              "when HOST is 0.0.0.0 or behind a proxy): the OAuth resource and the one Host "
+              "and Origin answered besides this machine's.")
+@click.option("--tokens", type=_FILE, metavar="FILE",
+              help="Require a bearer token from FILE (made by `serve token add`).")
+@click.option("--introspect", metavar="URL",
+              help="Require a bearer token the authorization server's RFC 7662 endpoint at "
+              "URL calls active for this server; its secret comes from "
+              "SKILLINDEX_CLIENT_SECRET.")
+@click.option("--issuer", metavar="URL",
+              help="The authorization server clients get tokens from (default: the origin of "
+              "--introspect).")
+@click.option("--client-id", metavar="ID", help="This server's client id at --introspect.")
+@click.option("--scope", "scopes", multiple=True, metavar="SCOPE",
+              help="A scope every token must hold (repeatable; with --introspect).")
+@click.option("--insecure-no-auth", is_flag=True,
+              help="Serve a non-loopback address without authentication.")
+@click.option("--tls-cert", type=_FILE, metavar="FILE", help="Serve HTTPS with this "
+              "certificate chain (PEM), with --tls-key.")
+@click.option("--tls-key", type=_FILE, metavar="FILE", help="The certificate's private key.")
+@click.option("--requests-per-second", type=click.FloatRange(min=0), metavar="N",
+              help="Requests a second per principal (0: no limit; default [serve] "
+              "requests_per_second, else 20).")
+@click.option("--bytes-per-minute", type=click.IntRange(min=0), metavar="N",
+              help="Response bytes a minute per principal (0: no limit; default [serve] "
+              "bytes_per_minute, else 64 MiB).")
 @click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
               help="Skills per skills/list page (a skill is never split across pages).")
 @click.option("--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               metavar="SECONDS", help="How often to look for a committed reindex.")
 @click.pass_context
-def serve(ctx: click.Context, listen: str | None, page_size: int, poll: float) -> None:
+def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path | None,
+          introspect: str | None, issuer: str | None, client_id: str | None,
+          scopes: tuple[str, ...], insecure_no_auth: bool, tls_cert: Path | None,
+          tls_key: Path | None, requests_per_second: float | None,
+          bytes_per_minute: int | None, page_size: int, poll: float) -> None:
     """Serve the skills of this directory over MCP (stdio unless --http).
 
     The winners that `skillindex list` shows are published through the MCP skills extension
@@ -38,12 +76,45 @@ def serve(ctx: click.Context, listen: str | None, page_size: int, poll: float) -
     list_skills, load_skill and read_skill_file. Every read is verified against the index and
     audited under the client's name. A reindex is noticed without a restart.
 
+    Over HTTP off this machine a bearer token is required (--tokens or --introspect), and
+    each principal is limited in requests a second and bytes a minute.
+
     \b
     Examples:
       skillindex --cwd ~/project serve        # what a host's mcpServers entry runs
       skillindex serve --http 127.0.0.1:8765  # streamable HTTP at /mcp
+      skillindex serve token add alice --tokens tokens.json
+      skillindex serve --http 0.0.0.0:8765 --url https://skills.example.com/mcp \\
+          --tokens tokens.json
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    given = {name for name in _HTTP_ONLY if ctx.params[name] not in (None, False, ())}
+    if listen is None and given:
+        flags = {param.name: param.opts[0] for param in ctx.command.params}
+        fail(ctx, f"{flags[sorted(given)[0]]} is for HTTP: give --http HOST:PORT too",
+             EXIT_USAGE)
+    options = options_of(ctx)
     address = parse_listen(listen) if listen is not None else None
+    plan = None
+    if address is not None:
+        from skillindex.config import Environment, load_settings  # noqa: PLC0415
+        from skillindex.serve import listen as listening  # noqa: PLC0415
+
+        env = Environment.from_os(cwd=options.cwd)
+        limits = load_settings(options.config, env).serve
+        if requests_per_second is not None:
+            limits = replace(limits, requests_per_second=requests_per_second or None)
+        if bytes_per_minute is not None:
+            limits = replace(limits, bytes_per_minute=bytes_per_minute or None)
+        found = None
+        if introspect is not None:
+            found = listening.Introspect(
+                endpoint=introspect, issuer=issuer or listening.origin(introspect),
+                client_id=client_id, client_secret=env.client_secret, scopes=scopes)
+        plan = listening.plan(*address, url=url, tokens=tokens, introspect=found,
+                              insecure_no_auth=insecure_no_auth, cert=tls_cert, key=tls_key,
+                              limits=limits)
     try:
         from skillindex.serve.mcp import serve as run  # noqa: PLC0415
     except ImportError as exc:
@@ -51,6 +122,98 @@ def serve(ctx: click.Context, listen: str | None, page_size: int, poll: float) -
                                                               "anyio"):
             raise
         fail(ctx, INSTALL_HINT, EXIT_ERROR)
-    options = options_of(ctx)
     with options.open() as index:
-        run(index, http=address, page_size=page_size, poll_seconds=poll)
+        run(index, http=plan, page_size=page_size, poll_seconds=poll)
+
+
+@serve.group()
+def token() -> None:
+    """The static bearer tokens of `serve --tokens FILE`: each names a principal.
+
+    The file keeps only each token's sha256, its principal, an id and when it was made; it
+    is written whole (mode 0600) at each change, and a running server reads it again when it
+    changes, so a token added or removed counts from the next request.
+
+    \b
+    Examples:
+      skillindex serve token add alice --tokens tokens.json   # prints the token, once
+      skillindex serve token list --tokens tokens.json
+      skillindex serve token remove alice --tokens tokens.json
+    """
+
+
+_TOKENS = click.option("--tokens", "path", type=_FILE, required=True, metavar="FILE",
+                       help="The token file (made if missing).")
+
+
+@token.command(name="add")
+@click.argument("principal")
+@_TOKENS
+@click.option("--json", "as_json", is_flag=True, help="Print the token and its entry as JSON.")
+@click.pass_context
+def token_add(ctx: click.Context, principal: str, path: Path, as_json: bool) -> None:
+    """Make a token for PRINCIPAL and print it, once: only its hash is kept.
+
+    \b
+    Examples:
+      skillindex serve token add alice --tokens /etc/skillindex/tokens.json
+      TOKEN=$(skillindex serve token add ci-bot --tokens tokens.json)
+    """
+    from skillindex.serve import tokens  # noqa: PLC0415
+
+    secret, entry = tokens.add(path, principal)
+    if options_of(ctx, as_json).json:
+        print_json({"token": secret, **entry.as_dict()})
+        return
+    click.echo(secret)
+    echo(f"token {entry.id} for {entry.principal} added to {path}; it is not shown again",
+         err=True)
+
+
+@token.command(name="list")
+@_TOKENS
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def token_list(ctx: click.Context, path: Path, as_json: bool) -> None:
+    """The tokens in the file: principal, id and when each was made (never the token).
+
+    \b
+    Examples:
+      skillindex serve token list --tokens tokens.json
+      skillindex serve token list --tokens tokens.json --json
+    """
+    from skillindex.serve import tokens  # noqa: PLC0415
+
+    entries = tokens.listed(path)
+    if options_of(ctx, as_json).json:
+        print_json([{k: v for k, v in entry.as_dict().items() if k != "sha256"}
+                    for entry in entries])
+        return
+    table(("PRINCIPAL", "ID", "CREATED"),
+          [(entry.principal, entry.id, entry.created) for entry in entries])
+
+
+@token.command(name="remove")
+@click.argument("principal")
+@_TOKENS
+@click.option("--id", "token_id", metavar="ID", help="Only the token with this id.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+@click.pass_context
+def token_remove(ctx: click.Context, principal: str, path: Path, token_id: str | None,
+                 as_json: bool) -> None:
+    """Remove PRINCIPAL's tokens (or one, by --id); a running server refuses them at once.
+
+    \b
+    Examples:
+      skillindex serve token remove alice --tokens tokens.json
+      skillindex serve token remove alice --id 3f9a1c2b --tokens tokens.json
+    """
+    from skillindex.serve import tokens  # noqa: PLC0415
+
+    gone = tokens.remove(path, principal, token_id)
+    if options_of(ctx, as_json).json:
+        print_json([{k: v for k, v in entry.as_dict().items() if k != "sha256"}
+                    for entry in gone])
+        return
+    for entry in gone:
+        echo(f"removed token {entry.id} of {entry.principal}")

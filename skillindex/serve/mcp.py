@@ -6,13 +6,15 @@ import base64
 import json
 import secrets
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 from mcp import MCPError
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -20,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
 from mcp.types import RequestParams, Resource, ToolAnnotations
+from mcp_types import CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import StrictStr
 from typing_extensions import TypedDict
@@ -32,6 +35,9 @@ from skillindex.query.catalog import build as build_catalog
 from skillindex.query.disclose import SkillRef, parse_uri_options
 from skillindex.query.modes import manual_only
 from skillindex.serve import skills
+
+if TYPE_CHECKING:
+    from skillindex.serve.listen import Listen
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -173,6 +179,19 @@ class Skills:
                                     if s.client_params is not params][-_LEGACY_SESSIONS + 1:]
             self.legacy_sessions.append(session)
         return result
+
+    async def refuse_unauthenticated(self, body: bytes, peer: str) -> None:
+        """Audit, as refused, each read in the body of a request that carried no valid token
+        (the SDK answers it 401): the attempt is on record though nothing was disclosed."""
+        reads = list(_reads_asked(body))
+        if reads:
+            await anyio.to_thread.run_sync(self._refuse_all, reads, peer)
+
+    def _refuse_all(self, reads: list[tuple[str, str, str]], peer: str) -> None:
+        for uri, reason, client in reads:
+            self.index.refuse_unserved(uri, outcome="refused",
+                                       reason=f"{reason} without a valid token",
+                                       session=f"mcp:{session_part(client)}/{session_part(peer)}")
 
     def session_label(self, ctx: ServerRequestContext[Any, Any] | None) -> str:
         """The audit session, `mcp:<client>/<connection>`: the client's own name and the
@@ -318,6 +337,35 @@ def session_part(text: str) -> str:
     return quoted[:end] + "…"
 
 
+def _reads_asked(body: bytes) -> Iterator[tuple[str, str, str]]:
+    """(URI, method or tool, client name) of each read a JSON-RPC body asks for."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return
+    for request in message if isinstance(message, list) else [message]:
+        params = request.get("params") if isinstance(request, dict) else None
+        if not isinstance(params, dict):
+            continue
+        meta = params.get("_meta")
+        info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+        client = info.get("name") if isinstance(info, dict) else None
+        client = client if isinstance(client, str) and client else "unknown-client"
+        method = request.get("method")
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        uri: object = None
+        if method == "resources/read":
+            uri, reason = params.get("uri"), "resources/read"
+        elif method == "tools/call" and params.get("name") == "read_skill_file":
+            uri, reason = arguments.get("uri"), "read_skill_file"
+        elif method == "tools/call" and params.get("name") == "load_skill":
+            name = arguments.get("name")
+            uri, reason = (skills.base_uri(name) if isinstance(name, str) else None), "load_skill"
+        if isinstance(uri, str):
+            yield uri, reason, client
+
+
 def _changed() -> MCPError:
     return MCPError(INVALID_PARAMS, "Invalid cursor: the listing changed; list again")
 
@@ -352,8 +400,10 @@ class _SkillsExtension(Extension):
 class SkillServer(MCPServer[dict[str, Any]]):
     """An MCP server whose resources are the files of the skills the index serves."""
 
-    def __init__(self, state: Skills, *, name: str = "skillindex") -> None:
+    def __init__(self, state: Skills, *, name: str = "skillindex",
+                 authentication: tuple[AuthSettings, TokenVerifier] | None = None) -> None:
         self.state = state
+        auth, verifier = authentication or (None, None)
 
         @asynccontextmanager
         async def lifespan(_: MCPServer[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
@@ -366,7 +416,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
 
         super().__init__(name=name, version=__version__, instructions=state.instructions,
                          extensions=[_SkillsExtension(state)], lifespan=lifespan,
-                         subscriptions=state.bus)
+                         subscriptions=state.bus, auth=auth, token_verifier=verifier)
         state.on_change.append(self._new_instructions)
         self.middleware.append(state.remember)
         self._add_tools()
@@ -436,16 +486,21 @@ def _request_context(context: Any) -> ServerRequestContext[Any, Any] | None:
 
 
 def create_server(index: SkillIndex, *, page_size: int = PAGE_SIZE,
-                  poll_seconds: float = POLL_SECONDS) -> SkillServer:
-    return SkillServer(Skills(index, page_size=page_size, poll_seconds=poll_seconds))
+                  poll_seconds: float = POLL_SECONDS,
+                  authentication: tuple[AuthSettings, TokenVerifier] | None = None,
+                  ) -> SkillServer:
+    return SkillServer(Skills(index, page_size=page_size, poll_seconds=poll_seconds),
+                       authentication=authentication)
 
 
-def serve(index: SkillIndex, *, http: tuple[str, int] | None = None,
+def serve(index: SkillIndex, *, http: Listen | None = None,
           page_size: int = PAGE_SIZE, poll_seconds: float = POLL_SECONDS) -> None:
     """Run until the client goes away (stdio) or the process is stopped (HTTP)."""
-    server = create_server(index, page_size=page_size, poll_seconds=poll_seconds)
     if http is None:
-        anyio.run(server.run_stdio_async)
-    else:
-        host, port = http
-        anyio.run(lambda: server.run_streamable_http_async(host=host, port=port))
+        anyio.run(create_server(index, page_size=page_size,
+                                poll_seconds=poll_seconds).run_stdio_async)
+        return
+    from skillindex.serve import http as served  # noqa: PLC0415
+
+    served.run(create_server(index, page_size=page_size, poll_seconds=poll_seconds,
+                             authentication=served.authentication(http)), http)
