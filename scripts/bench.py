@@ -466,6 +466,11 @@ def main() -> None:
                         help="only the `reindex` processes, of each such install (an "
                         "interpreter whose environment has skillindex installed), in turn "
                         "(repeatable)")
+    parser.add_argument("--http-load", type=int, metavar="CLIENTS", default=0,
+                        help="also load `serve --http` with this many authenticated clients "
+                        "reading skill bodies (scripts/bench_http.py), on SQLite and PostgreSQL")
+    parser.add_argument("--http-seconds", type=float, default=10.0,
+                        help="how long the HTTP load runs on each backend")
     args = parser.parse_args()
     SHAPE[0] = args.tree
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -508,6 +513,13 @@ def main() -> None:
         from scripts import freshbench, searchbench
         from scripts.relevance import STAND_INS
 
+        http_load = None
+        if args.http_load and MCP_OPTIONS["enabled"]:
+            from scripts.bench_http import bench_http
+
+            print(f"loading serve --http with {args.http_load} clients ...", file=sys.stderr,
+                  flush=True)
+            http_load = bench_http(work, clients=args.http_load, seconds=args.http_seconds)
         relevance = None
         if not args.no_relevance and args.corpus.is_dir():
             print(f"relevance on {args.corpus} ...", file=sys.stderr, flush=True)
@@ -527,7 +539,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps({"sizes": [{**r, "ratios": ratios(r)} for r in results],
-                          "relevance": relevance, "usage": usage, "report": report}, indent=2))
+                          "relevance": relevance, "usage": usage, "report": report,
+                          "http_load": http_load}, indent=2))
     else:
         if results:
             print(table(results))
@@ -541,6 +554,11 @@ def main() -> None:
         if usage is not None or report is not None:
             print()
             print(usagebench.table(usage, report))
+        if http_load is not None:
+            from scripts.bench_http import table as http_table
+
+            print()
+            print(http_table(http_load))
 
 
 if __name__ == "__main__":

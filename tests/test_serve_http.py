@@ -207,7 +207,18 @@ def test_serving_off_this_machine_without_auth_is_refused_in_one_line(
     assert done.exit_code == 4
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"skillindex: error: refusing to serve {address} without "
-                           "authentication: anyone who can reach the port could read")
+                           "authentication: anyone who can reach it could read every skill")
+
+
+def test_a_public_url_in_front_of_loopback_needs_auth_too() -> None:
+    from skillindex.errors import RefusedError
+
+    with pytest.raises(RefusedError, match=r"refusing to serve https://skills\.example\.com/mcp"):
+        plan("127.0.0.1", 8765, url="https://skills.example.com/mcp")
+    assert plan("127.0.0.1", 8765, url="https://skills.example.com/mcp",
+                insecure_no_auth=True).url == "https://skills.example.com/mcp"
+    assert plan("127.0.0.1", 8765, url="http://localhost:9000/mcp").url == (
+        "http://localhost:9000/mcp")
 
 
 @pytest.mark.parametrize(("host", "loopback"), [

@@ -7,6 +7,7 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from skillindex.config import ServeLimits
 from skillindex.errors import ConfigError, RefusedError
@@ -82,12 +83,9 @@ def plan(host: str, port: int, *, url: str | None = None, tokens: Path | None = 
                           "share one namespace")
     if (cert is None) != (key is None):
         raise ConfigError("TLS needs both --tls-cert and --tls-key")
-    authenticated = tokens is not None or introspect is not None
-    if not authenticated and not insecure_no_auth and not is_loopback(host):
-        raise RefusedError(
-            f"refusing to serve {_bracketed(host) or '*'}:{port} without authentication: "
-            "anyone who can reach the port could read every skill (give --tokens FILE or "
-            "--introspect URL, or --insecure-no-auth to serve it anyway)")
+    authenticated = tokens is not None or introspect is not None or insecure_no_auth
+    if not authenticated and not is_loopback(host):
+        _refuse(f"{_bracketed(host) or '*'}:{port}")
     if cert is not None and key is not None:
         _check_tls(cert, key)
     scheme = "https" if cert is not None else "http"
@@ -96,9 +94,18 @@ def plan(host: str, port: int, *, url: str | None = None, tokens: Path | None = 
             raise ConfigError(f"serving on every interface needs --url, the address clients "
                               f"use (e.g. {scheme}://skills.example.com:{port}{MCP_PATH})")
         url = f"{scheme}://{_bracketed(host)}:{port}{MCP_PATH}"
-    return Listen(host=host, port=port, url=_checked_url(url), tokens=tokens,
-                  introspect=introspect, cert=cert, key=key,
+    url = _checked_url(url)
+    if not authenticated and not is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+        _refuse(url)  # a proxy in front of a loopback address: the network reaches it too
+    return Listen(host=host, port=port, url=url, tokens=tokens, introspect=introspect,
+                  cert=cert, key=key,
                   limits=limits or ServeLimits())
+
+
+def _refuse(where: str) -> NoReturn:
+    raise RefusedError(f"refusing to serve {where} without authentication: anyone who can "
+                       "reach it could read every skill (give --tokens FILE or --introspect "
+                       "URL, or --insecure-no-auth to serve it anyway)")
 
 
 def _checked_url(url: str) -> str:
