@@ -301,12 +301,13 @@ class SkillIndex:
         return listing.generation(self._store, self._here)
 
     def refuse_unserved(self, uri: str, *, outcome: str, reason: str | None,
-                        session: str | None) -> None:
+                        session: str | None, principal: str | None = None) -> None:
         """Audit a read of `uri` that a server refused before asking the index (it serves no
         such URI, or the path is refused): outcome `not-found` or `refused`, nothing handed
         over. The audit has no other way in from outside: every row is a disclosure attempt
         this library made."""
-        audit.refuse_unserved(self._store, uri, outcome=outcome, reason=reason, session=session)
+        audit.refuse_unserved(self._store, uri, outcome=outcome, reason=reason, session=session,
+                              principal=principal)
 
     def _append_event(self, record: AuditRecord) -> None:
         """Append one audit row in a transaction of its own (a reindex never holds it up long).
@@ -326,14 +327,15 @@ class SkillIndex:
                               max_bytes=max_bytes)
 
     def read_stored(self, uri: str, ref: disclose.SkillRef, resolution: str | None, *,
-                    reason: str | None = None, session: str | None = None) -> Disclosure:
+                    reason: str | None = None, session: str | None = None,
+                    principal: str | None = None) -> Disclosure:
         """`read` of a file of a winner of a stored resolution (what a server published, see
         `iter_stored_skills`): its candidate and the file's manifest row come from one statement,
-        and the bytes are verified and the attempt audited exactly as `read` does. When a
-        reindex has dropped that resolution since (or there was none), the URI is resolved
-        again, as `read` resolves it."""
+        and the bytes are verified and the attempt audited exactly as `read` does, under the
+        principal the server authenticated. When a reindex has dropped that resolution since
+        (or there was none), the URI is resolved again, as `read` resolves it."""
         return read_flow.read_published(self._store, self._here, uri, ref, resolution,
-                                        reason=reason, session=session)
+                                        reason=reason, session=session, principal=principal)
 
     def skill_command(self, name: str, args: str | Sequence[str] | None = None, *,
                       session: str | None = None, reason: str | None = None) -> SkillCommand:

@@ -416,12 +416,14 @@ class AuditEvent:
     reason: str | None = None
     session: str | None = None
     path: str | None = None
+    # Who the server authenticated (a bearer token's principal); None when nobody was asked.
+    principal: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {"time": self.time.isoformat(), "event": self.event, "skill": self.skill,
                 "resource": self.resource, "level": self.level, "bytes": self.bytes,
                 "digest": self.digest, "outcome": self.outcome, "reason": self.reason,
-                "session": self.session, "path": self.path}
+                "session": self.session, "path": self.path, "principal": self.principal}
 
 
 class AuditListing(list[AuditEvent]):
@@ -447,6 +449,7 @@ class AuditRecord:
     reason: str | None = None
     session: str | None = None
     path: str | None = None
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

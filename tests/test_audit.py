@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import Connection, Engine, insert, select, text
+from sqlalchemy import Connection, Engine, insert, inspect, select, text
 from sqlalchemy.exc import DatabaseError
 
 from skillindex.api import SkillIndex
@@ -24,7 +24,7 @@ from skillindex.cli import cli
 from skillindex.errors import AuditKeptError, SkillIndexError
 from skillindex.model import AuditRecord, Level
 from skillindex.query import disclose, oneshot
-from skillindex.store import audit, chain, migrate
+from skillindex.store import audit, chain, migrate, sql
 from skillindex.store.engine import make_engine
 from tests.conftest import OpenIndex, write_skill
 
@@ -57,9 +57,12 @@ def append(index: SkillIndex, record: AuditRecord) -> None:
 
 
 def rows(engine: Engine) -> list[dict[str, Any]]:
+    """Every event with the columns its revision has (an older one has fewer)."""
     with engine.connect() as connection:
+        present = {column["name"] for column in inspect(connection).get_columns("load_event")}
+        columns = [column for column in audit.LOAD_EVENT.c if column.name in present]
         return [dict(row) for row in connection.execute(
-            select(audit.LOAD_EVENT).order_by(audit.LOAD_EVENT.c.id)).mappings()]
+            select(*columns).order_by(audit.LOAD_EVENT.c.id)).mappings()]
 
 
 # -- the chain ------------------------------------------------------------------------------------
@@ -284,6 +287,115 @@ def test_bounded_keeps_short_text_and_is_idempotent() -> None:
     cut = audit.bounded("y" * 500, 100)
     assert cut is not None and len(cut) == 100
     assert audit.bounded(cut, 100) == cut
+
+
+# -- principals (migration 0013) -------------------------------------------------------------------
+
+def with_principals(index: SkillIndex) -> list[dict[str, Any]]:
+    """An event of a local read (no principal), then two of a server's, one name too long."""
+    attempt(index, "skill://pdf", session="s-1")
+    for name in ("alice", "p" * 1000):
+        index.read_stored("skill://pdf", disclose.SkillRef("pdf", None), None, reason="test",
+                          session="mcp:host/1", principal=name)
+    return rows(index.engine)
+
+
+def test_a_principal_is_kept_bounded_and_chained(index: SkillIndex) -> None:
+    events = with_principals(index)
+    assert [e["principal"] for e in events[:2]] == [None, "alice"]
+    assert len(events[2]["principal"]) == audit.LIMITS["principal"]
+    assert events[2]["principal"].endswith("…[cut from 1000 characters]")
+    assert [e.principal for e in index.audit()][:2] == [None, "alice"]
+    assert index.verify_audit().ok
+
+
+@pytest.mark.parametrize(("row", "value"), [(1, "mallory"), (1, None), (0, "alice")],
+                         ids=["changed", "erased", "added"])
+def test_an_edited_principal_breaks_the_chain(index: SkillIndex, row: int,
+                                              value: str | None) -> None:
+    events = with_principals(index)
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        connection.execute(text("UPDATE load_event SET principal = :p WHERE id = :i"),
+                           {"p": value, "i": events[row]["id"]})
+    report = index.verify_audit()
+    assert report.broken is not None and report.broken.id == events[row]["id"]
+    assert "do not match its hash" in report.broken.problem
+
+
+def test_an_event_without_a_principal_hashes_as_before_the_column() -> None:
+    fields: dict[str, object] = {name: "x" for name in audit.TEXT_FIELDS}
+    before = audit.row_hash(audit.GENESIS, fields)
+    assert audit.row_hash(audit.GENESIS, {**fields, "principal": None}) == before
+    assert audit.row_hash(audit.GENESIS, {**fields, "principal": "alice"}) != before
+    # Each field is length-prefixed: no principal can pass for a longer path, nor the reverse.
+    assert audit.row_hash(audit.GENESIS, {**fields, "path": "x5:alice"}) != audit.row_hash(
+        audit.GENESIS, {**fields, "principal": "alice"})
+
+
+def test_the_principal_view_groups_by_principal(index: SkillIndex) -> None:
+    with_principals(index)
+    with index.engine.connect() as connection:
+        grouped = dict(connection.execute(text(
+            "SELECT coalesce(principal, '-'), count(*) FROM load_event_view "
+            "GROUP BY principal")).all())
+    assert grouped["-"] == 1 and grouped["alice"] == 1
+
+
+def _log_before_principals(connection: Connection, sessions: list[str]) -> None:
+    """Events as the code before migration 0013 appended them: no principal column (chained by
+    the trigger on PostgreSQL, by the library on SQLite)."""
+    columns = [name for name in chain.COLUMNS if name != "principal"]
+    statement = text(f"INSERT INTO load_event ({', '.join(columns)}) "
+                     f"VALUES ({', '.join(':' + name for name in columns)})")
+    for session in sessions:
+        fields = chain.fields_of("default", AuditRecord(event="skill.read", level=2,
+                                                        outcome="ok", session=session))
+        del fields["principal"]
+        if connection.dialect.name == "postgresql":
+            row = chain.unchained(fields)
+        else:
+            head = connection.execute(text(sql.AUDIT_HEAD), {"index_name": "default"}).first()
+            row = chain.linked(fields, head, datetime.now(UTC))
+        connection.execute(statement, row)
+
+
+@pytest.mark.unmigrated
+def test_the_principal_upgrade_keeps_every_head_and_its_downgrade_keeps_the_chain(
+        db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate.upgrade(engine, "0012")
+    with engine.begin() as connection:
+        _log_before_principals(connection, ["a", "b"])
+    with engine.connect() as connection:
+        head = connection.execute(text(sql.AUDIT_HEAD), {"index_name": "default"}).one()[0]
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
+        report = index.verify_audit(head=head)  # nothing was linked again
+        assert report.ok and report.events == 2 and report.pinned_at == 2
+        append(index, AuditRecord(event="skill.read", level=2, outcome="ok", session="c",
+                                  principal="alice"))
+        append(index, AuditRecord(event="skill.read", level=2, outcome="ok", session="d"))
+        report = index.verify_audit(head=head)
+        assert report.ok and report.events == 4 and report.pinned_at == 2
+    engine = make_engine(db_url)
+    with pytest.raises(AuditKeptError, match="drop the principals"):
+        migrate.downgrade(engine, "0012")
+    migrate.downgrade(engine, "0012", discard_audit=True)
+    kept = rows(engine)
+    assert len(kept) == 4 and "principal" not in kept[0]
+    prev = audit.GENESIS
+    for event in kept:  # the rule before 0013: every field, no principal
+        fields = {n: event[n] for n in audit.TEXT_FIELDS}
+        fields["time"] = audit.time_text(event["time"])
+        assert (event["prev_hash"], event["row_hash"]) == (prev, audit.row_hash(prev, fields))
+        prev = event["row_hash"]
+    assert kept[1]["row_hash"] == head  # the events before the principal kept their hashes
+    migrate.upgrade(engine)
+    engine.dispose()
+    with SkillIndex.open(None, db=db_url, cwd=Path.cwd()) as index:
+        assert index.verify_audit().ok
 
 
 # -- concurrent appenders --------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from skillindex.errors import (
     UnindexedFileError,
 )
 from skillindex.model import AuditEvent, Drift, Level
-from skillindex.query.disclose import check_relative, command_message, parse_uri
+from skillindex.query.disclose import SkillRef, check_relative, command_message, parse_uri
 from tests.conftest import OpenIndex, root_settings, write_skill
 
 BODY = "\n# PDF\n\nRead `references/guide.md` first.\n"
@@ -644,7 +644,9 @@ def test_the_manual_audit_questions_answer_correctly(tmp_path: Path,
         index.read("skill://pdf/../docx/SKILL.md", reason="sneaky", session="review-42")
     with pytest.raises(SkillNotFoundError):
         index.read("skill://never-indexed", reason="typo", session="review-42")
-    loaded, never, refused = audit_page_sql()
+    served = index.read_stored("skill://docx", SkillRef("docx", None), None, reason="team",
+                               session="mcp:host/1", principal="alice")
+    loaded, never, refused, principals = audit_page_sql()
     with sqlite3.connect(db) as connection:
         assert connection.execute(loaded).fetchall() == [("pdf", 2, body + forms)]
         assert connection.execute(never).fetchall() == [("never",)]
@@ -652,6 +654,9 @@ def test_the_manual_audit_questions_answer_correctly(tmp_path: Path,
             ("review-42", "skill.read", "never-indexed", None, "not-found", "typo"),
             ("review-42", "resource.read", "pdf", "../docx/SKILL.md", "refused", "sneaky"),
         ]
+        docx = len(served.data)
+        assert connection.execute(principals).fetchall() == [
+            (None, 3, body + forms + docx, 2), ("alice", 1, docx, 1)]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see an open file")

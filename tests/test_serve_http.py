@@ -142,7 +142,7 @@ def test_a_client_without_a_valid_token_reads_nothing_and_is_audited_as_refused(
     assert (event.outcome, event.event, event.skill, event.resource, event.bytes) == (
         "refused", "resource.read", "pdf", "SKILL.md", 0)
     assert event.reason == "resources/read without a valid token"
-    assert event.session == "mcp:intruder/127.0.0.1"
+    assert (event.session, event.principal) == ("mcp:intruder/127.0.0.1", None)
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])
@@ -153,11 +153,17 @@ def test_with_a_token_a_client_reads_as_before(team: Team, mode: str) -> None:
         async with team.serving(tokens=team.token_file) as listen, connect(
                 listen.url, token, name="alice-laptop", mode=mode) as client:
             assert await read_text(client) == PDF_TEXT
+            await client.call_tool("load_skill", {"name": "pdf"})
+            await client.call_tool("read_skill_file", {"uri": BIG})
 
     run(test)
-    (event,) = team.index.audit()
-    assert (event.outcome, event.bytes) == ("ok", len(PDF_TEXT))
-    assert str(event.session).startswith("mcp:alice-laptop/")
+    events = team.index.audit()
+    assert [(e.event, e.outcome, e.principal) for e in events] == [
+        ("resource.read", "ok", "alice"), ("skill.read", "ok", "alice"),
+        ("resource.read", "ok", "alice")]
+    assert events[0].bytes == len(PDF_TEXT)
+    # The client's own name is kept beside the principal, escaped and bounded.
+    assert all(str(e.session).startswith("mcp:alice-laptop/") for e in events)
 
 
 def test_a_refusal_names_the_protected_resource_metadata(team: Team) -> None:
@@ -510,7 +516,8 @@ def test_introspection_admits_an_active_token_issued_for_this_server(team: Team)
 
     run(test)
     assert issuer.asked.count("good") == 1  # the answer is kept for a while
-    assert [event.outcome for event in team.index.audit()] == ["ok", "ok"] + ["refused"] * 4
+    assert [(event.outcome, event.principal) for event in team.index.audit()] == [
+        ("ok", "alice@example.com")] * 2 + [("refused", None)] * 4
 
 
 def test_introspection_with_wrong_credentials_admits_no_one(team: Team) -> None:
@@ -572,5 +579,5 @@ def test_a_team_setup_from_the_command_line(tmp_path: Path,
         server.wait(timeout=30)
     listing = runner.invoke(cli, ["audit", "--json"], catch_exceptions=False)
     events = json.loads(listing.stdout)
-    assert [(e["outcome"], e["session"].split("/")[0]) for e in events] == [
-        ("refused", "mcp:stranger"), ("ok", "mcp:alice-laptop")]
+    assert [(e["outcome"], e["principal"], e["session"].split("/")[0]) for e in events] == [
+        ("refused", None, "mcp:stranger"), ("ok", "alice", "mcp:alice-laptop")]

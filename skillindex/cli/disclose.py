@@ -221,9 +221,14 @@ def audit(ctx: click.Context, session_id: str | None, skill: str | None, outcome
     elif not events:
         echo("no audit events")
     else:
-        table(["time", "session", "event", "outcome", "level", "bytes", "skill", "resource"],
-               [[e.time.isoformat(timespec="seconds"), e.session or "-", e.event, e.outcome,
-                 e.level, e.bytes, e.skill or "-", e.resource or "-"] for e in events])
+        # Who a server authenticated, when any event says: a local log has no such column.
+        principals = any(e.principal is not None for e in events)
+        table(["time", *(["principal"] if principals else []), "session", "event", "outcome",
+               "level", "bytes", "skill", "resource"],
+              [[e.time.isoformat(timespec="seconds"),
+                *([e.principal or "-"] if principals else []), e.session or "-", e.event,
+                e.outcome, e.level, e.bytes, e.skill or "-", e.resource or "-"]
+               for e in events])
 
 
 def _follow(options: Options, *, after_id: int | None, since: str | None, interval: float,

@@ -23,13 +23,14 @@ class Appender(Protocol):
 
 
 @contextmanager
-def audited(store: Appender, attempt: Attempt, *, reason: str | None,
-            session: str | None) -> Iterator[None]:
+def audited(store: Appender, attempt: Attempt, *, reason: str | None, session: str | None,
+            principal: str | None = None) -> Iterator[None]:
     """Write the attempt's one audit row when the block ends, before its caller gets anything:
     `ok`, the outcome a SkillIndexError names, else `error`. A store that could not answer
     (Unanswered) leaves no row: the path that answers instead writes it."""
     def append(outcome: str) -> None:
-        store.append(attempt.record(outcome=outcome, reason=reason, session=session))
+        store.append(attempt.record(outcome=outcome, reason=reason, session=session,
+                                    principal=principal))
 
     try:
         yield
@@ -71,11 +72,12 @@ def rows(store: Trail, here: Here, *, session: str | None, skill: str | None,
 
 
 def refuse_unserved(store: Appender, uri: str, *, outcome: str, reason: str | None,
-                    session: str | None) -> None:
+                    session: str | None, principal: str | None = None) -> None:
     """Audit a read of `uri` that a server refused before asking the index (it serves no such
     URI, or the path is refused): outcome `not-found` or `refused`, nothing handed over. The
     audit has no other way in from outside: every row is a disclosure attempt this library
     made."""
     if outcome not in ("not-found", "refused"):
         raise ConfigError(f"a refused read is not-found or refused, not {outcome!r}")
-    store.append(Attempt.of_uri(uri).record(outcome=outcome, reason=reason, session=session))
+    store.append(Attempt.of_uri(uri).record(outcome=outcome, reason=reason, session=session,
+                                            principal=principal))

@@ -226,12 +226,13 @@ class Attempt:
         self.skill, self.resource, self.level = ref.name, ref.resource, ref.level
         self.event = READ_BODY if ref.resource is None else READ_RESOURCE
 
-    def record(self, *, outcome: str, reason: str | None, session: str | None) -> AuditRecord:
+    def record(self, *, outcome: str, reason: str | None, session: str | None,
+               principal: str | None = None) -> AuditRecord:
         return AuditRecord(event=self.event, level=int(self.level), outcome=outcome,
                            skill=storable(self.skill), resource=storable(self.resource),
                            bytes=self.bytes if outcome == OK else 0, digest=self.digest,
                            reason=storable(reason), session=storable(session),
-                           path=storable(self.path))
+                           path=storable(self.path), principal=storable(principal))
 
 
 # I/O: containment on real paths, one read through a descriptor, comparison with the manifest.

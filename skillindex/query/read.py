@@ -46,13 +46,14 @@ def read(store: Store, here: Here, uri: str, *, reason: str | None, session: str
 
 
 def read_published(store: Published, here: Here, uri: str, ref: disclose.SkillRef,
-                   resolution: str | None, *, reason: str | None,
-                   session: str | None) -> Disclosure:
+                   resolution: str | None, *, reason: str | None, session: str | None,
+                   principal: str | None = None) -> Disclosure:
     """`read` of a file of a winner of the stored resolution a server published: its candidate
-    and the file's manifest row from one statement. When a reindex has dropped that resolution
-    since (or there was none), the URI is found again as `read` finds it."""
+    and the file's manifest row from one statement, audited under the principal the server
+    authenticated. When a reindex has dropped that resolution since (or there was none), the
+    URI is found again as `read` finds it."""
     attempt = disclose.Attempt.of_uri(uri)
-    with audited(store, attempt, reason=reason, session=session):
+    with audited(store, attempt, reason=reason, session=session, principal=principal):
         found = (None if resolution is None
                  else store.published_file(here, resolution, ref.name, ref.file))
         if found is not None:

@@ -35,6 +35,7 @@ from skillindex.query.catalog import build as build_catalog
 from skillindex.query.disclose import SkillRef, parse_uri_options
 from skillindex.query.modes import manual_only
 from skillindex.serve import skills
+from skillindex.serve.auth import principal
 
 if TYPE_CHECKING:
     from skillindex.serve.listen import Listen
@@ -263,22 +264,23 @@ class Skills:
     # Reads: every attempt goes through the verified, audited disclosure of the index. They
     # block (file and database), so the async handlers run them in a worker thread.
 
-    def read(self, uri: str, *, session: str, reason: str) -> tuple[str | bytes, str]:
+    def read(self, uri: str, *, session: str, reason: str,
+             principal: str | None = None) -> tuple[str | bytes, str]:
         """The bytes of a served file, verified against the index; an MCPError otherwise."""
         served = self.publication.complete().files.get(uri)
         if served is None:
-            self._refuse_unserved(uri, session=session, reason=reason)
+            self._refuse_unserved(uri, session=session, reason=reason, principal=principal)
         try:
             disclosure = self.index.read_stored(uri, SkillRef(served.skill, served.rel_path),
                                                 served.resolution, reason=reason,
-                                                session=session)
+                                                session=session, principal=principal)
         except SkillIndexError as exc:
             raise _protocol_error(exc, uri) from None
         text = disclosure.text
         content: str | bytes = disclosure.data if text is None or "\x00" in text else text
         return content, served.mime_type
 
-    def load(self, name: str, *, session: str) -> str:
+    def load(self, name: str, *, session: str, principal: str | None = None) -> str:
         """The body of a served skill (a level-2 load)."""
         skill = self.publication.served(name)
         if skill is None:
@@ -286,7 +288,7 @@ class Skills:
         try:
             disclosure = self.index.read_stored(skills.base_uri(name), SkillRef(name, None),
                                                 skill.resolution, reason="load_skill",
-                                                session=session)
+                                                session=session, principal=principal)
         except SkillIndexError as exc:
             raise ToolError(str(exc)) from None
         return disclosure.text or ""
@@ -314,13 +316,15 @@ class Skills:
                 return found[:limit]
             wanted *= 4
 
-    def _refuse_unserved(self, uri: str, *, session: str, reason: str) -> NoReturn:
+    def _refuse_unserved(self, uri: str, *, session: str, reason: str,
+                         principal: str | None) -> NoReturn:
         outcome, message = "not-found", f"{uri} is not served"
         try:
             parse_uri_options(uri)
         except PathRefusedError as exc:
             outcome, message = exc.outcome, str(exc)
-        self.index.refuse_unserved(uri, outcome=outcome, reason=reason, session=session)
+        self.index.refuse_unserved(uri, outcome=outcome, reason=reason, session=session,
+                                   principal=principal)
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
 
@@ -434,7 +438,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
         ctx = _request_context(context)
         content, kind = await anyio.to_thread.run_sync(partial(
             self.state.read, str(uri), session=self.state.session_label(ctx),
-            reason="resources/read"))
+            principal=principal_of(ctx), reason="resources/read"))
         return [ReadResourceContents(content=content, mime_type=kind)]
 
     def _add_tools(self) -> None:
@@ -449,13 +453,17 @@ class SkillServer(MCPServer[dict[str, Any]]):
 
         def load_skill(name: str, ctx: Context) -> str:
             """The instructions of a skill (its SKILL.md without the frontmatter), by name."""
-            return state.load(name, session=state.session_label(_request_context(ctx)))
+            request = _request_context(ctx)
+            return state.load(name, session=state.session_label(request),
+                              principal=principal_of(request))
 
         def read_skill_file(uri: str, ctx: Context) -> str:
             """One file of a skill, by its skill:// URI (listed by list_skills and skills/get)."""
-            session = state.session_label(_request_context(ctx))
+            request = _request_context(ctx)
             try:
-                content, _ = state.read(uri, session=session, reason="read_skill_file")
+                content, _ = state.read(uri, session=state.session_label(request),
+                                        principal=principal_of(request),
+                                        reason="read_skill_file")
             except MCPError as exc:
                 raise ToolError(exc.error.message) from None
             if isinstance(content, bytes):
@@ -475,6 +483,13 @@ class SkillServer(MCPServer[dict[str, Any]]):
         self.add_tool(list_skills, name="list_skills", structured_output=False)
         self.add_tool(load_skill, name="load_skill", structured_output=False)
         self.add_tool(read_skill_file, name="read_skill_file", structured_output=False)
+
+
+def principal_of(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
+    """Who the SDK's bearer authentication found the request's token to stand for (its
+    principal, for the audit); None on stdio or a server without authentication."""
+    scope = getattr(ctx.request, "scope", None) if ctx is not None else None
+    return principal(scope.get("user")) if isinstance(scope, dict) else None
 
 
 def _request_context(context: Any) -> ServerRequestContext[Any, Any] | None:

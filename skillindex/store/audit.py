@@ -13,6 +13,7 @@ from skillindex import model
 from skillindex.errors import AuditBusyError
 from skillindex.store import sql
 from skillindex.store.chain import (
+    CHAINED_FIELDS,
     GENESIS,
     LIMITS,
     TEXT_FIELDS,
@@ -71,7 +72,7 @@ def _chain_query(sqlite: bool) -> Select[Any]:
     # stored, not as SQLAlchemy's DateTime would parse it.
     time = type_coerce(LOAD_EVENT.c.time, Text) if sqlite else LOAD_EVENT.c.time
     columns: list[Any] = [time.label("time") if name == "time" else LOAD_EVENT.c[name]
-                          for name in TEXT_FIELDS]
+                          for name in CHAINED_FIELDS]
     return (select(LOAD_EVENT.c.id, LOAD_EVENT.c.prev_hash, LOAD_EVENT.c.row_hash, *columns)
             .where(LOAD_EVENT.c.index_name == bindparam("index_name"))
             .order_by(LOAD_EVENT.c.id)

@@ -16,11 +16,17 @@ GENESIS = "0" * 64
 # Longest text kept per caller-supplied field, in characters; longer text is cut to exactly this
 # length, ending in a marker that says how long it was. The PostgreSQL insert trigger applies the
 # same rule (migration 0004), so the two must change together.
-LIMITS = {"skill": 256, "resource": 1024, "reason": 2000, "session": 256, "path": 4096}
+LIMITS = {"skill": 256, "resource": 1024, "reason": 2000, "session": 256, "path": 4096,
+          "principal": 256}
 TEXT_FIELDS = ("index_name", "time", "event", "skill", "resource", "level", "bytes", "digest",
                "outcome", "reason", "session", "path")
+# Hashed after TEXT_FIELDS only when it holds a value (migration 0013): the events written
+# before the column existed hash as they did, and an event with a principal cannot hash as
+# one without (every field is length-prefixed, so how many there are is part of the bytes).
+OPTIONAL_FIELDS = ("principal",)
+CHAINED_FIELDS = (*TEXT_FIELDS, *OPTIONAL_FIELDS)
 # The columns an append writes, in the order of `sql.AUDIT_APPEND`.
-COLUMNS = (*TEXT_FIELDS, "prev_hash", "row_hash")
+COLUMNS = (*CHAINED_FIELDS, "prev_hash", "row_hash")
 # How SQLAlchemy's SQLite DateTime stores a time: the UTC wall clock, always with microseconds.
 # Every SQLite append writes this text itself, so rows from either path sort and compare alike;
 # it is the one text form of an event's time (a CHECK constraint holds SQLite to it), and the
@@ -87,6 +93,7 @@ def row_hash(prev_hash: str, fields: Mapping[str, object]) -> str:
     The PostgreSQL trigger computes the very same bytes; `time` must be its `time_text`.
     """
     data = prev_hash.encode("ascii") + b"\n" + b"".join(_field(fields[n]) for n in TEXT_FIELDS)
+    data += b"".join(_field(fields[n]) for n in OPTIONAL_FIELDS if fields.get(n) is not None)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -202,7 +209,7 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
                 pinned: str | None = None,
                 anchors: Mapping[int, Sequence[model.Anchor]] | None = None,
                 ) -> model.ChainReport:
-    """Walk rows `(id, prev_hash, row_hash, *TEXT_FIELDS)` in id order and judge the links,
+    """Walk rows `(id, prev_hash, row_hash, *CHAINED_FIELDS)` in id order and judge the links,
     then whether the chain still reaches every anchor (the head and length a reindex saw)."""
     anchors = anchors or {}
     expected = GENESIS
@@ -224,7 +231,7 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
     reach(0, GENESIS)
     for row in rows:
         event_id, prev, stored = int(row[0]), row[1], row[2]
-        fields = dict(zip(TEXT_FIELDS, row[3:], strict=True))
+        fields = dict(zip(CHAINED_FIELDS, row[3:], strict=True))
         fields["time"] = time_text(fields["time"])
         problem = None
         if prev != expected:

@@ -300,6 +300,7 @@ class LoadEvent(Base):
     __table_args__ = (
         Index("ix_load_event_session", "session"),
         Index("ix_load_event_skill", "skill"),
+        Index("ix_load_event_principal", "principal"),
         # The head of a chain is the newest row of its index.
         Index("ix_load_event_index_name_id", "index_name", "id"),
         # A window of one index's events (usage, the report) is a range of this index.
@@ -326,6 +327,8 @@ class LoadEvent(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     session: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
+    # Who the server authenticated (migration 0013); None for a local or unauthenticated caller.
+    principal: Mapped[str | None] = mapped_column(Text)
     # Nullable only because SQLite cannot add a NOT NULL column; every row has both.
     prev_hash: Mapped[str | None] = mapped_column(String(64))
     row_hash: Mapped[str | None] = mapped_column(String(64))

@@ -52,10 +52,11 @@ def manifest_file_of(row: Sequence[Any] | None) -> model.ManifestFile | None:
 
 def event_of(row: Sequence[Any]) -> model.AuditEvent:
     """An audit row of `sql.AUDIT_EVENTS` (SQLite gives its time as text)."""
-    time, event, level, outcome, skill, resource, size, digest, reason, session, path = row[:11]
+    (time, event, level, outcome, skill, resource, size, digest, reason, session, path,
+     principal) = row[:12]
     return model.AuditEvent(time=utc(time), event=event, level=level, outcome=outcome,
                             skill=skill, resource=resource, bytes=size, digest=digest,
-                            reason=reason, session=session, path=path)
+                            reason=reason, session=session, path=path, principal=principal)
 
 
 def events_of(rows: Iterable[Sequence[Any]]) -> model.AuditListing:
@@ -67,7 +68,7 @@ def events_of(rows: Iterable[Sequence[Any]]) -> model.AuditListing:
         try:
             events.append(event_of(row))
         except (TypeError, ValueError):
-            skipped.append(int(row[11]))
+            skipped.append(int(row[12]))
     return model.AuditListing(events, skipped)
 
 

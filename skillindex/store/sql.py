@@ -103,9 +103,9 @@ AUDIT_HEAD = ("SELECT row_hash, time FROM load_event WHERE index_name = :index_n
               "ORDER BY id DESC LIMIT 1")
 AUDIT_APPEND = (
     "INSERT INTO load_event (index_name, time, event, skill, resource, level, bytes, digest, "
-    "outcome, reason, session, path, prev_hash, row_hash) VALUES (:index_name, :time, :event, "
-    ":skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, :path, "
-    ":prev_hash, :row_hash) RETURNING id")
+    "outcome, reason, session, path, principal, prev_hash, row_hash) VALUES (:index_name, "
+    ":time, :event, :skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, "
+    ":path, :principal, :prev_hash, :row_hash) RETURNING id")
 # An anchor (store/chain.py `anchor`): the head's id and hash, the newest anchor recorded,
 # the event that follows a hash, and how many events an id range of the index holds.
 AUDIT_HEAD_ID = ("SELECT id, row_hash FROM load_event WHERE index_name = :index_name "
@@ -124,7 +124,7 @@ AUDIT_ANCHORS = (
 # Audit rows oldest first, in `rows.event_of`'s order, then the id; bytes per level for each
 # session.
 AUDIT_EVENTS = ("SELECT time, event, level, outcome, skill, resource, bytes, digest, reason, "
-                "session, path, id FROM load_event WHERE {where} ORDER BY id")
+                "session, path, principal, id FROM load_event WHERE {where} ORDER BY id")
 AUDIT_LEVELS = (
     "SELECT session, "
     "COALESCE(SUM(CASE WHEN level = 1 THEN bytes ELSE 0 END), 0), "
