@@ -336,7 +336,7 @@ def test_an_event_without_a_principal_hashes_as_before_the_column() -> None:
 def test_the_principal_view_groups_by_principal(index: SkillIndex) -> None:
     with_principals(index)
     with index.engine.connect() as connection:
-        grouped = dict(connection.execute(text(
+        grouped: dict[str, int] = dict(connection.execute(text(
             "SELECT coalesce(principal, '-'), count(*) FROM load_event_view "
             "GROUP BY principal")).all())
     assert grouped["-"] == 1 and grouped["alice"] == 1
