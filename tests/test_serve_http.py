@@ -242,7 +242,10 @@ def test_only_loopback_addresses_count_as_this_machine(host: str, loopback: bool
     (["--http", "8765", "--tokens", "t.json", "--introspect", "https://idp/introspect"],
      "give --tokens or --introspect, not both"),
     (["--http", "8765", "--tls-cert", "cert.pem"], "TLS needs both --tls-cert and --tls-key"),
-], ids=["url-alone", "tokens-alone", "any-without-url", "two-verifiers", "half-tls"])
+    (["--http", "8765", "--introspect", "https://idp/introspect", "--client-id", "skillindex"],
+     "--client-id needs its secret in SKILLINDEX_CLIENT_SECRET"),
+], ids=["url-alone", "tokens-alone", "any-without-url", "two-verifiers", "half-tls",
+        "id-without-secret"])
 def test_options_that_cannot_serve_are_usage_errors(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     argv: list[str], message: str) -> None:

@@ -108,6 +108,8 @@ def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path 
         if bytes_per_minute is not None:
             limits = replace(limits, bytes_per_minute=bytes_per_minute or None)
         found = None
+        if client_id is not None and env.client_secret is None:
+            fail(ctx, "--client-id needs its secret in SKILLINDEX_CLIENT_SECRET", EXIT_USAGE)
         if introspect is not None:
             found = listening.Introspect(
                 endpoint=introspect, issuer=issuer or listening.origin(introspect),
