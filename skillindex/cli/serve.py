@@ -167,7 +167,7 @@ def token_add(ctx: click.Context, principal: str, path: Path, as_json: bool) -> 
     if options_of(ctx, as_json).json:
         print_json({"token": secret, **entry.as_dict()})
         return
-    click.echo(secret)
+    echo(secret)  # letters, digits, - and _: nothing to escape
     echo(f"token {entry.id} for {entry.principal} added to {path}; it is not shown again",
          err=True)
 
