@@ -9,8 +9,6 @@ import datetime
 import ipaddress
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -39,6 +37,7 @@ from skillindex.serve.gate import RATE_LIMITED
 from skillindex.serve.listen import Introspect, Listen, is_loopback, plan
 from skillindex.serve.mcp import create_server
 from tests.conftest import isolate_cli, root_settings, write_skill
+from tests.serving import serving
 
 PDF = "skill://pdf/SKILL.md"
 BIG = "skill://pdf/big.md"
@@ -552,34 +551,16 @@ def test_a_team_setup_from_the_command_line(tmp_path: Path,
     assert made.exit_code == 0
     token = made.stdout.strip()
     assert token.startswith("skillindex_") and token not in (tmp_path / "tokens.json").read_text()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http",
-                               str(port), "--tokens", "tokens.json"], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
 
-    async def main() -> None:
-        with anyio.fail_after(120):
-            while True:
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert server.poll() is None, server.stderr.read() if server.stderr else ""
-                    await anyio.sleep(0.2)
+    async def main(url: str) -> None:
         async with connect(url, None, name="stranger") as client:
             with pytest.raises(MCPError):
                 await client.read_resource(PDF)
         async with connect(url, token, name="alice-laptop", mode="auto") as client:
             assert await read_text(client) == PDF_TEXT
 
-    try:
-        anyio.run(main)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with serving(tmp_path, "--tokens", "tokens.json") as port:
+        anyio.run(main, f"http://127.0.0.1:{port}/mcp")
     listing = runner.invoke(cli, ["audit", "--json"], catch_exceptions=False)
     events = json.loads(listing.stdout)
     assert [(e["outcome"], e["principal"], e["session"].split("/")[0]) for e in events] == [

@@ -29,6 +29,7 @@ from skillindex.model import ManifestFile, SkillManifest, Validation
 from skillindex.serve import mcp, skills
 from skillindex.serve.mcp import SkillServer, create_server
 from tests.conftest import isolate_cli, root_settings, write_skill
+from tests.serving import serving
 
 EXTENSION = "io.modelcontextprotocol/skills"
 FRONTMATTER = ('name: pdf\ndescription: Read PDFs.\nlicense: MIT\nmetadata:\n  version: "2.1"\n'
@@ -513,37 +514,20 @@ def test_a_bad_http_address_is_a_usage_error(value: str) -> None:
 
 def test_over_streamable_http_on_this_machine(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
     root = tmp_path / "skills"
     write_skill(root, "pdf", body="# PDF\n")
     isolate_cli(tmp_path, monkeypatch, root)
     assert CliRunner().invoke(cli, ["reindex"], catch_exceptions=False).exit_code == 0
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http", str(port)],
-                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    async def main() -> None:
-        with anyio.fail_after(120):
-            while True:  # the server is up once it accepts a connection
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert server.poll() is None, server.stderr.read() if server.stderr else ""
-                    await anyio.sleep(0.2)
-            async with Client(f"http://127.0.0.1:{port}/mcp",
-                              client_info=Implementation(name="http-host", version="1")) as c:
-                (entry,) = (await call(c, "skills/list", {}))["skills"]
-                data = content_bytes(await c.read_resource(entry["uri"]))
-                assert sha256(data) == entry["resources"][0]["digest"]
-    try:
-        anyio.run(main)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    async def main(port: int) -> None:
+        async with Client(f"http://127.0.0.1:{port}/mcp",
+                          client_info=Implementation(name="http-host", version="1")) as c:
+            (entry,) = (await call(c, "skills/list", {}))["skills"]
+            data = content_bytes(await c.read_resource(entry["uri"]))
+            assert sha256(data) == entry["resources"][0]["digest"]
+
+    with serving(tmp_path) as port:
+        anyio.run(main, port)
     with SkillIndex.open() as index:
         (event,) = index.audit()
     assert (event.outcome, str(event.session).split("/")[0]) == ("ok", "mcp:http-host")

@@ -1,0 +1,41 @@
+"""`skillindex serve --http` as a process of its own, for the tests that drive it as hosts do."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(cwd: Path, *options: str) -> Iterator[int]:
+    """`skillindex serve --http PORT [options]` started in `cwd` (its environment this one's),
+    its port once it accepts a connection; stopped at the end."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http", str(port),
+                               *options], cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the server is up once it accepts a connection
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "the server did not listen within 120 s"
+                time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
