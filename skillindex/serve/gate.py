@@ -64,7 +64,7 @@ class Gate:
         self.path = path
         self.unauthenticated = unauthenticated
         self.clock = clock
-        self._allowances: dict[str, _Allowance] = {}
+        self._allowances: dict[tuple[str, str], _Allowance] = {}
         self._calls = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -72,7 +72,7 @@ class Gate:
             await self.app(scope, receive, send)
             return
         name = principal(scope.get("user"))
-        key = name if name is not None else "peer " + _peer(scope)
+        key = ("principal", name) if name is not None else ("peer", _peer(scope))
         allowance = self._allowance(key)
         wait, limit = self._admit(allowance)
         if wait > 0:
@@ -85,7 +85,7 @@ class Gate:
             send = _counting(send, allowance.bytes, self.clock)
         await self.app(scope, receive, send)
 
-    def _allowance(self, key: str) -> _Allowance:
+    def _allowance(self, key: tuple[str, str]) -> _Allowance:
         allowance = self._allowances.get(key)
         if allowance is None:
             self._calls += 1
