@@ -60,7 +60,8 @@ def start_server(config: Path, db: str, cwd: Path, token_file: Path,
     raise RuntimeError("the server did not listen within 300 s")
 
 
-def load(url: str, tokens: list[str], uris: list[str], seconds: float) -> dict[str, Any]:
+def load(url: str, tokens: list[str], uris: list[str], seconds: float, *,
+         mode: str = "auto") -> dict[str, Any]:
     """Each token's client reads random bodies until `seconds` have passed."""
     import anyio
     import httpx2
@@ -75,7 +76,7 @@ def load(url: str, tokens: list[str], uris: list[str], seconds: float) -> dict[s
         chooser = random.Random(number)
         headers = {"Authorization": f"Bearer {token}"}
         async with (httpx2.AsyncClient(headers=headers) as web,
-                    Client(streamable_http_client(url, http_client=web),
+                    Client(streamable_http_client(url, http_client=web), mode=mode,
                            client_info=Implementation(name=f"bench-{number}",
                                                       version="1")) as session):
             await session.read_resource(uris[0])  # connected and warm before the clock runs
@@ -117,7 +118,7 @@ def load(url: str, tokens: list[str], uris: list[str], seconds: float) -> dict[s
 
 
 def measure(backend: str, db: str, *, base: Path, config: Path, clients: int,
-            seconds: float) -> dict[str, Any]:
+            seconds: float, mode: str = "auto") -> dict[str, Any]:
     from skillindex import SkillIndex
     from skillindex.serve import tokens
 
@@ -130,22 +131,23 @@ def measure(backend: str, db: str, *, base: Path, config: Path, clients: int,
     server = start_server(config, db, base, token_file, port)
     try:
         before_load, before_cpu = os.getloadavg()[0], cpu_seconds(server.pid)
-        figures = load(f"http://127.0.0.1:{port}/mcp", issued, uris, seconds)
+        figures = load(f"http://127.0.0.1:{port}/mcp", issued, uris, seconds, mode=mode)
         figures["server_cpu_s"] = cpu_seconds(server.pid) - before_cpu
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return {"backend": backend, "clients": clients, "seconds": seconds, "skills": len(uris),
+    return {"backend": backend, "mode": mode, "clients": clients, "seconds": seconds,
+            "skills": len(uris),
             "load_before": before_load, "load_after": os.getloadavg()[0], **figures}
 
 
 def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
-               postgresql: bool = True) -> list[dict[str, Any]]:
+               postgresql: bool = True, mode: str = "auto") -> list[dict[str, Any]]:
     base = work / "http-load"
     roots = generate(base / "tree", count)
     config = settings_file(base, roots)
     results = [measure("sqlite", str(base / "index.sqlite"), base=base, config=config,
-                       clients=clients, seconds=seconds)]
+                       clients=clients, seconds=seconds, mode=mode)]
     if postgresql:
         try:
             from tests import pgserver
@@ -157,7 +159,7 @@ def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
             try:
                 results.append(measure("postgresql", server.create_database("load"),
                                        base=base, config=config, clients=clients,
-                                       seconds=seconds))
+                                       seconds=seconds, mode=mode))
             finally:
                 server.stop()
     shutil.rmtree(base, ignore_errors=True)
@@ -165,11 +167,11 @@ def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| backend | clients | reads/s | p50 | p99 | errors | server CPU | clients' CPU "
-             "| load before/after |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| backend | mode | clients | reads/s | p50 | p99 | errors | server CPU "
+             "| clients' CPU | load before/after |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(
-            f"| {r['backend']} | {r['clients']} | {r['reads_per_s']:.0f} | "
+            f"| {r['backend']} | {r['mode']} | {r['clients']} | {r['reads_per_s']:.0f} | "
             f"{r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['errors']} | "
             f"{r['server_cpu_s']:.1f} s of {r['seconds']:g} s | {r['client_cpu_s']:.1f} s | "
             f"{r['load_before']:.1f} / {r['load_after']:.1f} |")
@@ -182,6 +184,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--skills", type=int, default=SKILLS)
     parser.add_argument("--no-postgresql", action="store_true")
+    parser.add_argument("--mode", default="auto",
+                        help="the client's protocol: auto (2026-07-28 here) or legacy (the "
+                        "initialize handshake and a session, as most hosts still speak)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--work", type=Path, help="where to generate the tree")
     args = parser.parse_args()
@@ -189,7 +194,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="skillindex-http-", dir=args.work))
     try:
         results = bench_http(work, clients=args.clients, seconds=args.seconds,
-                             count=args.skills, postgresql=not args.no_postgresql)
+                             count=args.skills, postgresql=not args.no_postgresql,
+                             mode=args.mode)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(results, indent=2) if args.json else table(results))
