@@ -76,8 +76,9 @@ def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path 
     list_skills, load_skill and read_skill_file. Every read is verified against the index and
     audited under the client's name. A reindex is noticed without a restart.
 
-    Over HTTP off this machine a bearer token is required (--tokens or --introspect), and
-    each principal is limited in requests a second and bytes a minute.
+    Over HTTP off this machine a bearer token is required (--tokens or --introspect); each
+    read is audited under the token's principal, and each principal is limited in requests a
+    second and response bytes a minute (docs/serving.md).
 
     \b
     Examples:
