@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from skillindex.cli.common import cli, echo, fail, options_of, print_json, table
 from skillindex.errors import EXIT_ERROR, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from skillindex.api import SkillIndex
+    from skillindex.serve.listen import Listen
 
 INSTALL_HINT = "skillindex serve needs the mcp extra: pip install 'skillindex[mcp]'"
 # What serves HTTP only: given without --http it would be ignored, so it is refused.
@@ -119,14 +126,24 @@ def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path 
                               insecure_no_auth=insecure_no_auth, cert=tls_cert, key=tls_key,
                               limits=limits)
     try:
-        from skillindex.serve.mcp import serve as run  # noqa: PLC0415
+        run = _server(plan, page_size=page_size, poll_seconds=poll)
     except ImportError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types", "pydantic",
-                                                              "anyio"):
+                                                              "anyio", "uvicorn", "starlette"):
             raise
         fail(ctx, INSTALL_HINT, EXIT_ERROR)
     with options.open() as index:
-        run(index, http=plan, page_size=page_size, poll_seconds=poll)
+        run(index)
+
+
+def _server(plan: Listen | None, *, page_size: int,
+            poll_seconds: float) -> Callable[[SkillIndex], None]:
+    """The server to run over an index: stdio, or HTTP as planned (either imports the SDK)."""
+    if plan is None:
+        from skillindex.serve import mcp  # noqa: PLC0415
+        return partial(mcp.serve, page_size=page_size, poll_seconds=poll_seconds)
+    from skillindex.serve import http  # noqa: PLC0415
+    return partial(http.serve, listen=plan, page_size=page_size, poll_seconds=poll_seconds)
 
 
 @serve.group()

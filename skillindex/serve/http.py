@@ -18,10 +18,11 @@ from starlette.middleware import Middleware
 from skillindex.errors import SkillIndexError
 from skillindex.serve import auth, gate
 from skillindex.serve.listen import MCP_PATH, Listen, origin
+from skillindex.serve.mcp import PAGE_SIZE, POLL_SECONDS, SkillServer, create_server
 from skillindex.serve.tokens import TokenFile
 
 if TYPE_CHECKING:
-    from skillindex.serve.mcp import SkillServer
+    from skillindex.api import SkillIndex
 
 
 def authentication(listen: Listen) -> tuple[AuthSettings, TokenVerifier] | None:
@@ -81,7 +82,10 @@ def config(server: SkillServer, listen: Listen, *,
                           timeout_graceful_shutdown=5, **options)
 
 
-def run(server: SkillServer, listen: Listen) -> None:
-    """Serve until the process is stopped."""
+def serve(index: SkillIndex, listen: Listen, *, page_size: int = PAGE_SIZE,
+          poll_seconds: float = POLL_SECONDS) -> None:
+    """Serve streamable HTTP as `listen` plans it until the process is stopped."""
+    server = create_server(index, page_size=page_size, poll_seconds=poll_seconds,
+                           authentication=authentication(listen))
     sock = bind(listen)
     anyio.run(uvicorn.Server(config(server, listen)).serve, [sock])

@@ -9,7 +9,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import anyio
 from mcp import MCPError
@@ -36,9 +36,6 @@ from skillindex.query.disclose import SkillRef, parse_uri_options
 from skillindex.query.modes import manual_only
 from skillindex.serve import skills
 from skillindex.serve.auth import principal
-
-if TYPE_CHECKING:
-    from skillindex.serve.listen import Listen
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -508,14 +505,8 @@ def create_server(index: SkillIndex, *, page_size: int = PAGE_SIZE,
                        authentication=authentication)
 
 
-def serve(index: SkillIndex, *, http: Listen | None = None,
-          page_size: int = PAGE_SIZE, poll_seconds: float = POLL_SECONDS) -> None:
-    """Run until the client goes away (stdio) or the process is stopped (HTTP)."""
-    if http is None:
-        anyio.run(create_server(index, page_size=page_size,
-                                poll_seconds=poll_seconds).run_stdio_async)
-        return
-    from skillindex.serve import http as served  # noqa: PLC0415
-
-    served.run(create_server(index, page_size=page_size, poll_seconds=poll_seconds,
-                             authentication=served.authentication(http)), http)
+def serve(index: SkillIndex, *, page_size: int = PAGE_SIZE,
+          poll_seconds: float = POLL_SECONDS) -> None:
+    """Run over stdio until the client goes away (`serve/http.py` serves HTTP)."""
+    anyio.run(create_server(index, page_size=page_size,
+                            poll_seconds=poll_seconds).run_stdio_async)
