@@ -513,13 +513,16 @@ def main() -> None:
         from scripts import freshbench, searchbench
         from scripts.relevance import STAND_INS
 
-        http_load = None
+        http_load: dict[str, Any] | None = None
+        http_runs: list[dict[str, Any]] = []
         if args.http_load and MCP_OPTIONS["enabled"]:
             from scripts.bench_http import bench_http
+            from scripts.bench_http import ratios as http_ratios
 
             print(f"loading serve --http with {args.http_load} clients ...", file=sys.stderr,
                   flush=True)
-            http_load = bench_http(work, clients=args.http_load, seconds=args.http_seconds)
+            http_runs = bench_http(work, clients=args.http_load, seconds=args.http_seconds)
+            http_load = {"runs": http_runs, "ratios": http_ratios(http_runs)}
         relevance = None
         if not args.no_relevance and args.corpus.is_dir():
             print(f"relevance on {args.corpus} ...", file=sys.stderr, flush=True)
@@ -558,7 +561,7 @@ def main() -> None:
             from scripts.bench_http import table as http_table
 
             print()
-            print(http_table(http_load))
+            print(http_table(http_runs))
 
 
 if __name__ == "__main__":

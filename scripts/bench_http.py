@@ -6,7 +6,9 @@ PostgreSQL. N clients of the MCP SDK's own `Client`, each with a bearer token of
 principal, read `SKILL.md` bodies (`resources/read`, each a verified and audited disclosure)
 in a loop for a bounded time, all from one asyncio process. Reported: reads a second, p50 and
 p99 latency, errors, the server's CPU seconds, and the load average of the machine before and
-after (the clients share its cores with the server).
+after (the clients share its cores with the server). The baseline, measured in the same run
+on each backend: the same clients against the same server on loopback without tokens; the
+ratios say what the bearer authentication and the limits' gate cost.
 
 Run alone (`python -m scripts.bench_http --clients 20 --seconds 10`) or through
 `scripts/bench.py --http-load`.
@@ -40,11 +42,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_server(config: Path, db: str, cwd: Path, token_file: Path,
+def start_server(config: Path, db: str, cwd: Path, token_file: Path | None,
                  port: int) -> subprocess.Popen[bytes]:
+    """`serve --http` on loopback, with `token_file`'s tokens (None: without auth)."""
+    auth = [] if token_file is None else ["--tokens", str(token_file)]
     process = subprocess.Popen(
         [sys.executable, "-m", "skillindex", "--config", str(config), "--db", db, "serve",
-         "--http", f"127.0.0.1:{port}", "--tokens", str(token_file),
+         "--http", f"127.0.0.1:{port}", *auth,
          "--requests-per-second", "0", "--bytes-per-minute", "0"],
         cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -60,9 +64,10 @@ def start_server(config: Path, db: str, cwd: Path, token_file: Path,
     raise RuntimeError("the server did not listen within 300 s")
 
 
-def load(url: str, tokens: list[str], uris: list[str], seconds: float, *,
+def load(url: str, tokens: list[str | None], uris: list[str], seconds: float, *,
          mode: str = "auto") -> dict[str, Any]:
-    """Each token's client reads random bodies until `seconds` have passed."""
+    """Each token's client (None: one without a token) reads random bodies until `seconds`
+    have passed."""
     import anyio
     import httpx2
     from mcp import Client
@@ -72,9 +77,10 @@ def load(url: str, tokens: list[str], uris: list[str], seconds: float, *,
     latencies: list[float] = []
     errors: list[str] = []
 
-    async def client(number: int, token: str, ready: anyio.Event, go: anyio.Event) -> None:
+    async def client(number: int, token: str | None, ready: anyio.Event,
+                     go: anyio.Event) -> None:
         chooser = random.Random(number)
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         async with (httpx2.AsyncClient(headers=headers) as web,
                     Client(streamable_http_client(url, http_client=web), mode=mode,
                            client_info=Implementation(name=f"bench-{number}",
@@ -118,7 +124,8 @@ def load(url: str, tokens: list[str], uris: list[str], seconds: float, *,
 
 
 def measure(backend: str, db: str, *, base: Path, config: Path, clients: int,
-            seconds: float, mode: str = "auto") -> dict[str, Any]:
+            seconds: float, mode: str = "auto") -> list[dict[str, Any]]:
+    """The baseline (no auth) and then the authenticated run, on one backend."""
     from skillindex import SkillIndex
     from skillindex.serve import tokens
 
@@ -127,18 +134,41 @@ def measure(backend: str, db: str, *, base: Path, config: Path, clients: int,
         uris = [f"skill://{winner.name}/SKILL.md" for winner in index.winners()]
     token_file = base / f"tokens-{backend}.json"
     issued = [tokens.add(token_file, f"client-{n}")[0] for n in range(clients)]
-    port = free_port()
-    server = start_server(config, db, base, token_file, port)
-    try:
-        before_load, before_cpu = os.getloadavg()[0], cpu_seconds(server.pid)
-        figures = load(f"http://127.0.0.1:{port}/mcp", issued, uris, seconds, mode=mode)
-        figures["server_cpu_s"] = cpu_seconds(server.pid) - before_cpu
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return {"backend": backend, "mode": mode, "clients": clients, "seconds": seconds,
-            "skills": len(uris),
-            "load_before": before_load, "load_after": os.getloadavg()[0], **figures}
+    results = []
+    runs: list[tuple[str, Path | None, list[str | None]]] = [
+        ("none", None, [None] * clients), ("tokens", token_file, [*issued])]
+    for auth, file, sent in runs:
+        port = free_port()
+        server = start_server(config, db, base, file, port)
+        try:
+            before_load, before_cpu = os.getloadavg()[0], cpu_seconds(server.pid)
+            figures = load(f"http://127.0.0.1:{port}/mcp", sent, uris, seconds, mode=mode)
+            figures["server_cpu_s"] = cpu_seconds(server.pid) - before_cpu
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        results.append({"backend": backend, "auth": auth, "mode": mode, "clients": clients,
+                        "seconds": seconds, "skills": len(uris), "load_before": before_load,
+                        "load_after": os.getloadavg()[0], **figures})
+    return results
+
+
+def ratios(results: list[dict[str, Any]]) -> dict[str, float]:
+    """Each backend's authenticated figures over its baseline's of the same run."""
+    out: dict[str, float] = {}
+    for backend in dict.fromkeys(r["backend"] for r in results):
+        runs = {r["auth"]: r for r in results if r["backend"] == backend}
+        base, auth = runs.get("none"), runs.get("tokens")
+        if base is None or auth is None:
+            continue
+        for figure in ("reads_per_s", "p50_ms", "p99_ms", "server_cpu_s"):
+            if base[figure] and auth[figure] is not None:
+                per_read = figure == "server_cpu_s"
+                mine = auth[figure] / auth["reads"] if per_read else auth[figure]
+                theirs = base[figure] / base["reads"] if per_read else base[figure]
+                name = "server CPU per read" if per_read else figure
+                out[f"{backend}: tokens / no auth, {name}"] = mine / theirs
+    return out
 
 
 def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
@@ -146,8 +176,8 @@ def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
     base = work / "http-load"
     roots = generate(base / "tree", count)
     config = settings_file(base, roots)
-    results = [measure("sqlite", str(base / "index.sqlite"), base=base, config=config,
-                       clients=clients, seconds=seconds, mode=mode)]
+    results = measure("sqlite", str(base / "index.sqlite"), base=base, config=config,
+                      clients=clients, seconds=seconds, mode=mode)
     if postgresql:
         try:
             from tests import pgserver
@@ -157,7 +187,7 @@ def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
             print(f"no PostgreSQL server for the load test: {exc}", file=sys.stderr)
         else:
             try:
-                results.append(measure("postgresql", server.create_database("load"),
+                results.extend(measure("postgresql", server.create_database("load"),
                                        base=base, config=config, clients=clients,
                                        seconds=seconds, mode=mode))
             finally:
@@ -167,14 +197,19 @@ def bench_http(work: Path, *, clients: int, seconds: float, count: int = SKILLS,
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| backend | mode | clients | reads/s | p50 | p99 | errors | server CPU "
-             "| clients' CPU | load before/after |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| backend | auth | mode | clients | reads/s | p50 | p99 | errors | server CPU "
+             "| clients' CPU | load before/after |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
+        p50 = "-" if r["p50_ms"] is None else f"{r['p50_ms']:.1f} ms"
+        p99 = "-" if r["p99_ms"] is None else f"{r['p99_ms']:.1f} ms"
         lines.append(
-            f"| {r['backend']} | {r['mode']} | {r['clients']} | {r['reads_per_s']:.0f} | "
-            f"{r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['errors']} | "
+            f"| {r['backend']} | {r['auth']} | {r['mode']} | {r['clients']} | "
+            f"{r['reads_per_s']:.0f} | {p50} | {p99} | {r['errors']} | "
             f"{r['server_cpu_s']:.1f} s of {r['seconds']:g} s | {r['client_cpu_s']:.1f} s | "
             f"{r['load_before']:.1f} / {r['load_after']:.1f} |")
+    lines.append("")
+    lines.extend(f"{name}: {value:.2f}" for name, value in ratios(results).items())
     return "\n".join(lines)
 
 
@@ -198,7 +233,8 @@ def main() -> None:
                              mode=args.mode)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(results, indent=2) if args.json else table(results))
+    print(json.dumps({"runs": results, "ratios": ratios(results)}, indent=2) if args.json
+          else table(results))
 
 
 if __name__ == "__main__":
