@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,13 +19,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(cwd: Path, *options: str) -> Iterator[int]:
+def serving(cwd: Path, *options: str, log: Path | None = None) -> Iterator[int]:
     """`skillindex serve --http PORT [options]` started in `cwd` (its environment this one's),
-    its port once it accepts a connection; stopped at the end."""
+    its port once it accepts a connection; stopped at the end. Its access log (stdout) goes
+    to `log` when given."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http", str(port),
-                               *options], cwd=cwd, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+    with open(log or os.devnull, "wb") as access:
+        server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http",
+                                   str(port), *options], cwd=cwd, stdout=access,
+                                  stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while True:  # the server is up once it accepts a connection

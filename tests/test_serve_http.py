@@ -559,8 +559,12 @@ def test_a_team_setup_from_the_command_line(tmp_path: Path,
         async with connect(url, token, name="alice-laptop", mode="auto") as client:
             assert await read_text(client) == PDF_TEXT
 
-    with serving(tmp_path, "--tokens", "tokens.json") as port:
+    with serving(tmp_path, "--tokens", "tokens.json", log=tmp_path / "access.log") as port:
         anyio.run(main, f"http://127.0.0.1:{port}/mcp")
+    # The server's own log shows the stranger refused and alice served.
+    answered = [line.rsplit('" ', 1)[1] for line in
+                (tmp_path / "access.log").read_text().splitlines() if '"POST /mcp ' in line]
+    assert answered[0] == "401 Unauthorized" and "401 Unauthorized" not in answered[1:]
     listing = runner.invoke(cli, ["audit", "--json"], catch_exceptions=False)
     events = json.loads(listing.stdout)
     assert [(e["outcome"], e["principal"], e["session"].split("/")[0]) for e in events] == [
