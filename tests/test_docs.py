@@ -102,12 +102,14 @@ def test_the_command_reference_lists_every_command_and_option() -> None:
 def setting_keys() -> dict[str, set[str]]:
     """Every key the settings file takes, per table, from the settings module itself."""
     skills = {f.name for f in fields(config.Settings)} - {
-        "roots", "source", "index_name", "reindex_timeout", "audit_lock_timeout", "catalog"}
+        "roots", "source", "index_name", "reindex_timeout", "audit_lock_timeout", "catalog",
+        "serve"}
     return {
         "Top level": {"index", "reindex_timeout", "audit_lock_timeout"},
         "`[skills]`": skills,
         "`[skills.catalog]`": {f.name for f in fields(config.CatalogModes)},
         "`[[roots]]`": {f.name for f in fields(config.RootConfig)},
+        "`[serve]`": {f.name for f in fields(config.ServeLimits)},
     }
 
 
@@ -122,7 +124,7 @@ def test_every_setting_is_in_the_settings_reference() -> None:
 
 
 def test_the_top_level_keys_are_the_ones_the_settings_reader_takes() -> None:
-    top = {"skills", "roots", *setting_keys()["Top level"]}
+    top = {"skills", "roots", "serve", *setting_keys()["Top level"]}
     assert top == config._TOP_LEVEL_KEYS  # the reader's own list
 
 
