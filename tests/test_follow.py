@@ -193,7 +193,7 @@ def test_an_event_from_another_process_shows_within_a_second(workspace: Workspac
         assert event["id"] > warm["id"]  # PostgreSQL's ids may skip numbers, never go back
         assert list(event) == ["id", "index", "time", "event", "skill", "resource", "level",
                                "bytes", "digest", "outcome", "reason", "session", "path",
-                               "row_hash"]
+                               "principal", "row_hash"]
         assert waited < WITHIN
     finally:
         code, err = process.stop()
