@@ -1,7 +1,7 @@
 """Counts how a corpus of real skills uses other hosts' fields, placeholders and load-time
 commands, as skillindex reads them (lenient frontmatter, index/dialect.py, the risk rules).
 
-    python scripts/dialects.py [--corpus DIR] [--json]
+    python scripts/dialects.py [--corpus DIR] [--catalog] [--json]
 
 The corpus is a folder of skill folders (`<skill>/SKILL.md`); it defaults to
 ../shared/corpus/registry-sample beside the project.
@@ -13,12 +13,16 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from skillindex.config import Environment, RootConfig, Settings
 from skillindex.index import dialect, frontmatter, risk
+from skillindex.model import Scope, Validation
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent.parent / "shared/corpus/registry-sample"
 FIELDS = ("when_to_use", "paths", "globs", "alwaysApply", "user-invocable", "argument-hint",
@@ -62,19 +66,54 @@ def census(corpus: Path) -> dict[str, object]:
             "fields": {key: fields[key] for key in FIELDS}, "facts": dict(facts)}
 
 
+def catalog_change(corpus: Path) -> dict[str, int]:
+    """A cold index of the corpus as one lenient root, and its whole catalog (no budget)
+    without and with dialects, and with one file in play: what the fields change."""
+    from skillindex.api import SkillIndex
+
+    with tempfile.TemporaryDirectory() as scratch:
+        home = Path(scratch)
+        env = Environment(home=home, cwd=home, config_home=home / ".config",
+                          data_home=home / ".data")
+        root = RootConfig(path=str(corpus), scope=Scope.USER, provider="corpus",
+                          precedence=10, validation=Validation.LENIENT)
+        seed = Settings(presets=False, roots=(root,))
+        db = str(home / "index.sqlite")
+        with SkillIndex.open(seed, db=db, env=env) as index:
+            index.reindex()
+            before = index.catalog(max_chars=1 << 30, format="json")
+            gated = index.catalog(max_chars=1 << 30, format="json", files=["README.md"])
+        with SkillIndex.open(replace(seed, dialects=True), db=db, env=env) as index:
+            after = index.catalog(max_chars=1 << 30, format="json")
+    old = {e.name: e.description for e in before.entries}
+    new = {e.name: e.description for e in after.entries}
+    return {"catalog entries without dialects": len(old),
+            "catalog entries with dialects": len(new),
+            "descriptions that change": sum(1 for n in new if n in old and new[n] != old[n]),
+            "descriptions cut by catalog_entry_chars": sum(e.truncated for e in after.entries),
+            "entries listed as conditional": sum(bool(e.conditional) for e in before.entries),
+            "left out for --files README.md": len(before.entries) - len(gated.entries),
+            "catalog characters without dialects": before.chars,
+            "catalog characters with dialects": after.chars}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--catalog", action="store_true",
+                        help="also index the corpus and compare its catalogs")
     options = parser.parse_args()
     report = census(options.corpus)
+    if options.catalog:
+        report["catalog"] = catalog_change(options.corpus)
     if options.json:
         print(json.dumps(report, indent=2))
         return
     print(f"{report['skills']} skills in {report['corpus']}, "
           f"{report['frontmatter parsed']} with a usable frontmatter")
-    for title in ("fields", "facts"):
-        counts = report[title]
+    for title in ("fields", "facts", "catalog"):
+        counts = report.get(title, {})
         assert isinstance(counts, dict)
         for key, value in counts.items():
             print(f"  {key:42} {value:6}")

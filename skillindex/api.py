@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self, overload
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
+from skillindex.index.dialect import files_in_play
 from skillindex.index.indexer import Progress
 from skillindex.model import (
     Approval,
@@ -36,7 +37,13 @@ from skillindex.model import (
     VerifyRecord,
     VerifyReport,
 )
-from skillindex.providers import RootPlan, context_dirs, environment, plan_roots
+from skillindex.providers import (
+    RootPlan,
+    context_dirs,
+    environment,
+    plan_roots,
+    project_top,
+)
 from skillindex.query import (
     approve,
     audit,
@@ -256,7 +263,8 @@ class SkillIndex:
     def catalog(self, *, max_chars: int | None = None, context_window: int | None = None,
                 format: str = "xml", tools: Iterable[str] = ("read",),
                 session: str | None = None, query: str | None = None,
-                search_hint: str | None = SEARCH_COMMAND) -> Catalog:
+                search_hint: str | None = SEARCH_COMMAND,
+                files: Sequence[str] | None = None) -> Catalog:
         """The level-1 catalog for the model, within the budget, from the store alone.
 
         With a `query`, the skills most relevant to it come first and keep their descriptions
@@ -267,11 +275,15 @@ class SkillIndex:
         the publication is audited as a `catalog.published` event at level 1 with the size of
         the text in bytes. A catalog that leaves skills out ends with a line saying how many and
         that `search_hint` (what the model can search with) finds them, unless it is None or
-        the `catalog_search_hint` setting is off.
+        the `catalog_search_hint` setting is off. With `files` (paths, relative to cwd or
+        absolute), a skill whose `paths` or `globs` match none of them is left out; without,
+        every one is listed.
         """
         request = quick.request(max_chars=max_chars, context_window=context_window,
                                 format=format, tools=tools, query=query,
-                                search_hint=search_hint)
+                                search_hint=search_hint,
+                                files=None if files is None else files_in_play(
+                                    files, self.env.cwd, project_top(self.env)))
         return publish_flow.catalog(self._store, self._here, request, session=session,
                                     now=datetime.now(UTC))
 

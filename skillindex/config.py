@@ -28,6 +28,7 @@ INTEGER_RANGES = {
     "max_file_bytes": (1, 2**63 - 1),
     "max_skill_bytes": (1, 2**63 - 1),
     "catalog_usage_days": (1, 36_500),
+    "catalog_entry_chars": (16, 1 << 20),
 }
 MIB = 1 << 20
 # `[serve]`: the limits of `serve --http` per principal (0 in the file is no limit).
@@ -129,6 +130,9 @@ class Settings:
     # argument placeholders, Codex's agents/openai.yaml) steer the catalog and `/skill:`;
     # off, skillindex does what the seed system does with them: nothing.
     dialects: bool = False
+    # With dialects, the most characters of one catalog entry's description and when_to_use,
+    # counted as rendered (Claude Code caps the two at 1,536 characters a skill).
+    catalog_entry_chars: int = 1536
     # Opt-in presets for the folders of hosts the seed system does not read.
     enable_gemini: bool = False
     enable_copilot: bool = False

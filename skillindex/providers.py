@@ -90,6 +90,13 @@ def environment(env: Environment | None, cwd: str | Path | None) -> Environment:
     return env if cwd is None else replace(env, cwd=Path(cwd).absolute())
 
 
+def project_top(env: Environment) -> Path:
+    """The directory the globs of conditional skills are relative to: the repository root
+    (the nearest ancestor holding `.git`), else the working directory."""
+    top = project_dirs(env)[-1]
+    return top if (top / ".git").exists() else Path(os.path.normpath(env.cwd))
+
+
 def context_dirs(env: Environment) -> list[tuple[int, Path]]:
     """Where the seed looks for standalone context files, as (distance from cwd, directory):
     cwd and up to 19 ancestors, nearest first, leaving out directories whose own name is hidden
@@ -137,9 +144,7 @@ def _host_sources(settings: Settings, env: Environment,
         yield _Source(env.cwd / ".gemini" / "skills", Scope.PROJECT, GEMINI, None)
         yield _Source(home / ".gemini" / "skills", Scope.USER, GEMINI, None)
     if settings.enable_copilot:  # the repository's .github, and the user's ~/.copilot
-        top = projects[-1]
-        repository = top if (top / ".git").exists() else env.cwd
-        yield _Source(repository / ".github" / "skills", Scope.PROJECT, COPILOT, None)
+        yield _Source(project_top(env) / ".github" / "skills", Scope.PROJECT, COPILOT, None)
         yield _Source(home / ".copilot" / "skills", Scope.USER, COPILOT, None)
     if settings.enable_cursor:
         yield _Source(env.cwd / ".cursor" / "skills", Scope.PROJECT, CURSOR, None)

@@ -253,3 +253,124 @@ def test_host_presets_are_settings_of_their_own(tmp_path: Path) -> None:
     result = world.run("roots", config="[skills]\nenable_gemini = 1\n")
     assert result.exit_code == 2
     assert "skills.enable_gemini must be true or false" in result.output
+
+
+# -- The catalog ------------------------------------------------------------------------------
+
+def _catalog(world: World, *args: str, config: str = "") -> dict[str, object]:
+    result = world.run("--json", "catalog", *args, config=config)
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def _entries(data: dict[str, object]) -> list[dict[str, object]]:
+    entries = data["entries"]
+    assert isinstance(entries, list)
+    return entries
+
+
+def test_when_to_use_joins_the_description_where_dialects_are_on(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "pdf", description="Fills PDF forms.",
+                extra="when_to_use: |\n  When a PDF\n  is attached <or> linked.")
+    write_skill(skills, "lint")
+    world.run("reindex")
+    seed = world.run("catalog").output
+    assert "<description>Fills PDF forms.</description>" in seed
+    text = world.run("catalog", config=DIALECTS).output
+    assert ("<description>Fills PDF forms. When a PDF is attached &lt;or&gt; linked."
+            "</description>") in text
+    assert "<description>Does a thing.</description>" in text
+    markdown = _catalog(world, "--format", "markdown", config=DIALECTS)
+    assert "Fills PDF forms. When a PDF is attached &lt;or&gt; linked." in str(markdown["text"])
+    with world.opened(Settings(dialects=True)) as index:
+        entry = index.catalog(format="json").entries[1]
+    assert entry.name == "pdf"
+    assert entry.description == "Fills PDF forms. When a PDF is attached <or> linked."
+
+
+def test_the_per_skill_cap_counts_the_rendered_text(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    write_skill(world.repo / ".claude" / "skills", "amp", description="a & b " * 20,
+                extra="when_to_use: " + "c & d " * 20)
+    world.run("reindex")
+    config = DIALECTS + "catalog_entry_chars = 40\n"
+    (entry,) = _entries(_catalog(world, config=config))
+    description = str(entry["description"])
+    assert entry["truncated"] is True and description.endswith("…")
+    rendered = description.replace("&", "&amp;")
+    assert len(rendered) <= 40 < len(rendered) + len("&amp;")
+    (seed,) = _entries(_catalog(world))
+    assert seed["truncated"] is False and "c & d" not in str(seed["description"])
+
+
+def test_conditional_skills_are_kept_only_for_the_files_in_play(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "py", extra="paths: 'src/**/*.py'")
+    write_skill(skills, "docs", extra="globs: ['*.md', 'docs/**']")
+    write_skill(skills, "always")
+    world.run("reindex")
+    listed = _entries(_catalog(world))
+    assert [(e["name"], e.get("conditional")) for e in listed] == [
+        ("always", None), ("docs", ["*.md", "docs/**"]), ("py", ["src/**/*.py"])]
+    # Files relative to the working directory (repo/src/app) or absolute.
+    data = _catalog(world, "--files", "main.py")
+    assert [e["name"] for e in _entries(data)] == ["always", "py"]
+    assert data["omitted"] == [{"name": "docs", "reason": "conditional: its paths match none "
+                                "of the files in play (*.md, docs/**)"}]
+    data = _catalog(world, "--files", str(world.repo / "src" / "tool.py"))
+    assert [e["name"] for e in _entries(data)] == ["always", "py"]
+    data = _catalog(world, "--files", str(world.home / "notes" / "todo.txt"))
+    assert [e["name"] for e in _entries(data)] == ["always"]
+    several = _catalog(world, "--files", "y.txt", "--files", "x.md")
+    assert [e["name"] for e in _entries(several)] == ["always", "docs"]
+    with world.opened() as index:
+        assert [e.name for e in index.catalog(files=["a/b/notes.md"]).entries] == [
+            "always", "docs"]
+
+
+def test_always_apply_pins_and_codex_policy_keeps_a_skill_out(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "first")
+    write_skill(skills, "rules", extra="alwaysApply: true")
+    _codex_skill(world, "policy:\n  allow_implicit_invocation: false\n")
+    world.run("reindex")
+    assert [e["name"] for e in _entries(_catalog(world))] == ["deploy", "first", "rules"]
+    data = _catalog(world, config=DIALECTS)
+    assert [e["name"] for e in _entries(data)] == ["rules", "first"]
+    assert data["omitted"] == [{"name": "deploy", "reason": "manual-only: its agents/openai.yaml"
+                                " says allow_implicit_invocation: false"}]
+    # Manual-only still loads by name.
+    assert world.run("command", "deploy", config=DIALECTS).exit_code == 0
+
+
+# -- MCP --------------------------------------------------------------------------------------
+
+def test_mcp_list_skills_shows_hints_and_takes_the_files_in_play(tmp_path: Path) -> None:
+    anyio = pytest.importorskip("anyio")
+    mcp_client = pytest.importorskip("mcp")
+    from skillindex.serve.mcp import create_server
+
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "fix", extra="argument-hint: '[issue]'")
+    write_skill(skills, "py", extra="paths: ['src/**/*.py']")
+    seen: dict[str, list[dict[str, object]]] = {}
+
+    async def main(index: object) -> None:
+        async with mcp_client.Client(create_server(index)) as client:  # type: ignore[arg-type]
+            for label, arguments in (("all", {}), ("md", {"files": ["README.md"]}),
+                                     ("py", {"files": ["src/a/b.py"]})):
+                result = await client.call_tool("list_skills", arguments)
+                seen[label] = json.loads(result.content[0].text)
+
+    with world.opened() as index:
+        anyio.run(main, index)
+    assert [(s["name"], s.get("argument_hint"), s.get("conditional")) for s in seen["all"]] == [
+        ("fix", "[issue]", None), ("py", None, ["src/**/*.py"])]
+    assert [s["name"] for s in seen["md"]] == ["fix"]
+    assert [s["name"] for s in seen["py"]] == ["fix", "py"]

@@ -21,10 +21,14 @@ from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 @click.option("--session", metavar="ID", help="Record the publication for this session.")
 @click.option("--query", metavar="TEXT",
               help="Rank by relevance to TEXT: the best matches keep their descriptions.")
+@click.option("--files", "files", metavar="PATH", multiple=True,
+              help="A file the work touches (repeat it): a skill whose paths or globs match "
+                   "none of them is left out.")
 @json_option
 @click.pass_context
 def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window: int | None,
-            no_read_tool: bool, session: str | None, query: str | None, as_json: bool) -> None:
+            no_read_tool: bool, session: str | None, query: str | None,
+            files: tuple[str, ...], as_json: bool) -> None:
     """Print the catalog the model sees, within a character budget.
 
     The budget is --max-chars, or 2% of --context-window tokens at 4 characters a token, else
@@ -36,6 +40,7 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
       skillindex catalog --format markdown --max-chars 4000
       skillindex catalog --context-window 200000 --session s-42
       skillindex catalog --max-chars 4000 --query "fill in a pdf form"
+      skillindex catalog --files src/app.py --files README.md
     """
     options = options_of(ctx, as_json)
     if max_chars is not None and context_window is not None:
@@ -49,12 +54,13 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
         result = cached_catalog(options.config, db=options.db, cwd=options.cwd,
                                 index=options.index, max_chars=max_chars,
                                 context_window=context_window, format=fmt, tools=tools,
-                                query=query)
+                                query=query, files=files or None)
     note = None
     if result is None:
         with options.open() as index:
             result = index.catalog(max_chars=max_chars, context_window=context_window,
-                                   format=fmt, tools=tools, session=session, query=query)
+                                   format=fmt, tools=tools, session=session, query=query,
+                                   files=files or None)
             note = None if options.json else index.staleness()
     elif not options.json and sys.stderr.isatty():
         # Served from the cache: a person at a terminal still hears about unindexed roots.

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 from skillindex.model import Finding, Severity
@@ -226,3 +229,60 @@ def substitute(body: str, args: str | None, words: Sequence[str], *, names: Sequ
         return words[number] if number < len(words) else match.group(0)
 
     return _PLACEHOLDER.sub(replaced, body), taken
+
+
+# -- Conditional skills: `paths` and `globs` against the files in play ------------------------
+
+# Bounds on what an author's globs may cost: each is matched segment by segment, in time
+# proportional to its segments times the path's.
+MAX_GLOB_CHARS = 512
+MAX_GLOBS = 64
+
+
+def glob_matches(glob: str, path: str) -> bool:
+    """Whether a relative `path` (forward slashes) matches a `paths` glob: `*` and `?` stay
+    within a segment, `**` spans any number of them, and a glob without `/` matches the
+    file's name at any depth (as .gitignore reads one)."""
+    glob = glob.strip().lstrip("/") if len(glob) <= MAX_GLOB_CHARS else ""
+    if not glob:
+        return False
+    if glob.startswith("./"):
+        glob = glob[2:]
+    if glob.endswith("/"):
+        glob += "**"
+    parts = glob.split("/")
+    if len(parts) == 1:
+        parts = ["**", parts[0]]
+    names = [segment for segment in path.split("/") if segment and segment != "."]
+    # reach[j]: the glob's segments so far can match the path's first j segments.
+    reach = [True] + [False] * len(names)
+    for part in parts:
+        if part == "**":
+            for j in range(1, len(reach)):
+                reach[j] = reach[j] or reach[j - 1]
+            continue
+        reach = [False] + [reach[j - 1] and fnmatchcase(names[j - 1], part)
+                           for j in range(1, len(reach))]
+    return reach[-1]
+
+
+def in_play(host: HostFields, files: Sequence[str]) -> bool:
+    """Whether a conditional skill applies to the files in play (any of them matches any of
+    its globs); a skill without globs always does."""
+    if not host.paths:
+        return True
+    globs = host.paths[:MAX_GLOBS]
+    return any(glob_matches(glob, path) for path in files for glob in globs)
+
+
+def files_in_play(files: Sequence[str], cwd: Path, top: Path) -> tuple[str, ...]:
+    """The files as the globs read them: a file given relative to the working directory, or
+    absolute, made relative to the project's top (the repository root), forward slashes; a
+    file outside the project keeps its absolute path (only an absolute glob matches it)."""
+    found: list[str] = []
+    base = os.path.normpath(top)
+    for given in files:
+        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(given)))
+        relative = os.path.relpath(path, base) if path.startswith(base + os.sep) else path
+        found.append(relative.replace(os.sep, "/"))
+    return tuple(dict.fromkeys(found))

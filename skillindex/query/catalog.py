@@ -48,6 +48,8 @@ class CatalogEntry:
     truncated: bool = False
     chars: int = 0  # the length of this entry's text (the frame and separators not counted)
     why: str = ""  # why its description is shortened or not shown, when it is
+    # The globs of a conditional skill (`paths`, `globs`): offered when the work touches them.
+    conditional: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         shown: dict[str, object] = {
@@ -55,7 +57,13 @@ class CatalogEntry:
             "truncated": self.truncated, "chars": self.chars}
         if self.why:
             shown["why"] = self.why
+        if self.conditional:
+            shown["conditional"] = list(self.conditional)
         return shown
+
+    @classmethod
+    def of_dict(cls, data: dict[str, Any]) -> CatalogEntry:
+        return cls(**{**data, "conditional": tuple(data.get("conditional", ()))})
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +149,7 @@ class Catalog:
         reasons = tuple(chain.from_iterable(repeat(reason, count)
                                             for reason, count in data["omitted_reasons"]))
         return cls(data["text"], data["format"], data["max_chars"],
-                   tuple(CatalogEntry(**entry) for entry in data["entries"]), names, reasons,
+                   tuple(map(CatalogEntry.of_dict, data["entries"])), names, reasons,
                    data["ranked_by"])
 
 
@@ -218,6 +226,30 @@ class _Renderer:
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
+
+
+def _rendered_length(text: str, fmt: Format) -> int:
+    if fmt == "xml":
+        return len(escape.xml(text))
+    if fmt == "markdown":
+        return len(escape.markdown(text))
+    return len(escape.json_safe(json.dumps(text, ensure_ascii=False))) - 2
+
+
+def capped(text: str, limit: int, fmt: Format) -> str:
+    """The folded text cut (with an ellipsis) to the longest prefix whose rendering in `fmt`
+    takes at most `limit` characters: a per-skill cap counted as the model reads it."""
+    text = escape.fold(text)
+    if _rendered_length(text, fmt) <= limit:
+        return text
+    low, high = 0, min(len(text), limit)  # escaping never shortens text
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _rendered_length(_shorten(text, middle), fmt) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return _shorten(text, low) if low else ""
 
 
 def _folded(items: Sequence[CatalogItem]) -> list[CatalogItem]:

@@ -10,15 +10,18 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from skillindex import text as escape
 from skillindex.errors import StoreError
+from skillindex.index.dialect import HostFields
 from skillindex.model import AuditRecord, Level, Listing
-from skillindex.query import listing, modes, quick
+from skillindex.query import dialect, listing, modes, quick
 from skillindex.query.catalog import (
     Catalog,
     CatalogItem,
     SearchHint,
     build,
     build_ranked,
+    capped,
     describable,
     empty,
     with_omitted,
@@ -61,6 +64,17 @@ def _built(store: Library, here: Here, request: quick.Request,
            since: datetime | None) -> Catalog:
     with store.session() as db:
         arranged, texts = _arranged(store, db, here, request.words, since)
+    applied = None
+    hosts: dict[int, HostFields] = {}
+    dialects = here.settings.dialects
+    # Always: the fields are few and stored apart, and without files or dialects they only
+    # mark which entries are conditional.
+    if arranged.listed:
+        with store.session() as db:
+            stored = resolved.host_fields(db, [s.candidate_id for s in arranged.listed])
+        hosts = {cid: HostFields.from_json(value) for cid, value in stored.items()}
+        applied = dialect.apply(arranged, hosts, files=request.files, dialects=dialects)
+        arranged = applied.arranged
     shown = arranged.listed
     limit, fmt = request.limit, request.fmt
     # Descriptions only for what the budget can show them for: a lookup of a few hundred,
@@ -72,11 +86,21 @@ def _built(store: Library, here: Here, request: quick.Request,
         with store.session() as db:
             texts = resolved.descriptions(db, wanted)
     fetched = set(wanted)
+    cut: set[int] = set()
+    if dialects and applied is not None:
+        # What a host shows: when_to_use beside the description, within the per-skill cap.
+        for cid in fetched:
+            whole = escape.fold(dialect.described(texts.get(cid, ""), hosts.get(cid)))
+            texts[cid] = capped(whole, here.settings.catalog_entry_chars, fmt)
+            if texts[cid] != whole:
+                cut.add(cid)
     items = [CatalogItem(s.name, texts.get(s.candidate_id, ""), s.location, str(s.mode),
                          None if s.candidate_id in fetched else s.described, s.why, s.rank)
              for s in shown]
     finder = request.hint(here.settings)
-    hint = None if finder is None else SearchHint(finder)
+    gated = applied.gated if applied is not None else ()
+    # Conditional skills left out for the files in play are still found by a search.
+    hint = None if finder is None else SearchHint(finder, elsewhere=len(gated))
     if not request.has_read:
         result = empty(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
                        reason="the host has no read tool to load skills with")
@@ -85,8 +109,15 @@ def _built(store: Library, here: Here, request: quick.Request,
     else:
         result = build(items, max_chars=limit, fmt=fmt, ranked_by=arranged.ranked_by,
                        hint=hint)
-    return with_omitted(result, [name for name, _ in arranged.manual],
-                        [reason for _, reason in arranged.manual])
+    left_out = [*arranged.manual, *gated]
+    result = with_omitted(result, [name for name, _ in left_out],
+                          [reason for _, reason in left_out])
+    if applied is None:
+        return result
+    located = {s.candidate_id: s.location for s in shown}
+    return dialect.marked(result, {located[cid] for cid in cut},
+                          {located[cid]: globs for cid, globs in applied.conditional.items()
+                           if cid in located})
 
 
 def _arranged(store: Library, db: Session, here: Here, words: Sequence[str] | None,

@@ -13,8 +13,9 @@ from typing import Protocol
 
 from skillindex.config import Environment, Settings, database_url, load_settings
 from skillindex.errors import ConfigError, SkillIndexError
+from skillindex.index.dialect import files_in_play
 from skillindex.model import RootSpec
-from skillindex.providers import plan_roots
+from skillindex.providers import plan_roots, project_top
 from skillindex.query.catalog import FORMATS, SEARCH_COMMAND, Catalog, Format, budget
 from skillindex.query.reader import Here, RootRuns, Unanswered
 from skillindex.query.resolve import Rules
@@ -27,13 +28,17 @@ CATALOG_VERSION = 3
 
 def catalog_key(*, limit: int, fmt: str, has_read: bool, runs: Sequence[tuple[str, int]],
                 roots: Sequence[RootSpec], settings: Settings, words: Sequence[str] | None,
-                usage: tuple[str, int] | None, hint: str | None) -> str:
+                usage: tuple[str, int] | None, hint: str | None,
+                files: Sequence[str] | None = None) -> str:
     """What a cached catalog depends on: request (budget, format, read tool, the search's
-    words, the search hint), roots and their last runs, the policy, the catalog modes and
-    order, and for a usage order the window's start and the newest audit row."""
+    words, the search hint, the files in play), roots and their last runs, the policy, the
+    catalog modes and order, the host dialects, and for a usage order the window's start and
+    the newest audit row."""
+    dialects = (settings.catalog_entry_chars,) if settings.dialects else None
     text = repr((CATALOG_VERSION, limit, fmt, has_read, list(runs), tuple(roots),
                  Rules.from_settings(settings), settings.catalog, settings.catalog_order,
-                 None if words is None else tuple(words), usage, hint))
+                 None if words is None else tuple(words), usage, hint,
+                 *(() if files is None and dialects is None else (files, dialects))))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -55,6 +60,9 @@ class Request:
     has_read: bool
     words: tuple[str, ...] | None
     search_hint: str | None = SEARCH_COMMAND
+    # The files in play, relative to the project's top (None: none given, every conditional
+    # skill is listed).
+    files: tuple[str, ...] | None = None
 
     def hint(self, settings: Settings) -> str | None:
         """The search hint, unless the `catalog_search_hint` setting turns it off."""
@@ -63,7 +71,8 @@ class Request:
 
 def request(*, max_chars: int | None, context_window: int | None, format: str,
             tools: Iterable[str], query: str | None,
-            search_hint: str | None = SEARCH_COMMAND) -> Request:
+            search_hint: str | None = SEARCH_COMMAND,
+            files: tuple[str, ...] | None = None) -> Request:
     """The request, or ConfigError (format, budget) or SearchQueryError (a query without words)."""
     if format not in FORMATS:
         raise ConfigError(f"unknown catalog format {format!r} (use {', '.join(FORMATS)})")
@@ -73,7 +82,7 @@ def request(*, max_chars: int | None, context_window: int | None, format: str,
         raise ConfigError(str(exc)) from None
     fmt: Format = format
     return Request(limit, fmt, "read" in set(tools), None if query is None else terms(query),
-                   search_hint)
+                   search_hint, files)
 
 
 class Cache(Protocol):
@@ -97,7 +106,7 @@ def cached(store: Cache, here: Here, request: Request, *,
         return catalog_key(limit=request.limit, fmt=request.fmt, has_read=request.has_read,
                            runs=runs, roots=here.roots, settings=here.settings,
                            words=request.words, usage=usage,
-                           hint=request.hint(here.settings))
+                           hint=request.hint(here.settings), files=request.files)
 
     key, payload = store.cached_catalog(here, key_of, usage=since is not None)
     return key, since, None if payload is None else Catalog.from_cache(payload)
@@ -130,7 +139,8 @@ class _Cache:
 def cached_catalog(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
                    index: str | None, max_chars: int | None, context_window: int | None,
                    format: str, tools: Iterable[str], query: str | None = None,
-                   search_hint: str | None = SEARCH_COMMAND) -> Catalog | None:
+                   search_hint: str | None = SEARCH_COMMAND,
+                   files: Sequence[str] | None = None) -> Catalog | None:
     """The catalog `SkillIndex.catalog` would return, when a SQLite index has it cached (a
     usage-ordered catalog depends on the audit table and always takes the full path)."""
     env = Environment.from_os(cwd=cwd)
@@ -139,7 +149,9 @@ def cached_catalog(config: str | Path | None, *, db: str | None, cwd: str | Path
         return None
     try:
         asked = request(max_chars=max_chars, context_window=context_window, format=format,
-                        tools=tools, query=query, search_hint=search_hint)
+                        tools=tools, query=query, search_hint=search_hint,
+                        files=None if files is None else files_in_play(
+                            files, env.cwd, project_top(env)))
     except SkillIndexError:
         return None  # the full path reports it
     settings = load_settings(config, env)

@@ -30,6 +30,8 @@ from typing_extensions import TypedDict
 from skillindex import __version__
 from skillindex.api import SkillIndex
 from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
+from skillindex.index.dialect import files_in_play, host_fields, in_play
+from skillindex.providers import project_top
 from skillindex.query.catalog import CatalogItem, SearchHint
 from skillindex.query.catalog import build as build_catalog
 from skillindex.query.disclose import SkillRef, parse_uri_options
@@ -441,12 +443,26 @@ class SkillServer(MCPServer[dict[str, Any]]):
     def _add_tools(self) -> None:
         state = self.state
 
-        def list_skills() -> str:
-            """The skills this server serves: name, description and the URI of SKILL.md."""
-            return json.dumps([{"name": skill.name, "description": skill.description,
-                                "uri": skill.uri}
-                               for skill in state.publication.complete().skills],
-                              ensure_ascii=False)
+        def list_skills(files: list[StrictStr] | None = None) -> str:
+            """The skills this server serves: name, description, the URI of SKILL.md, and
+            argument_hint and conditional (its paths globs) when the skill declares them.
+            With `files` (the paths the work touches, relative to the project), a skill whose
+            paths or globs match none of them is left out."""
+            env = state.index.env
+            played = None if files is None else files_in_play(files, env.cwd, project_top(env))
+            listed = []
+            for skill in state.publication.complete().skills:
+                host, _ = host_fields(skill.entry["frontmatter"])
+                if played is not None and not in_play(host, played):
+                    continue
+                row: dict[str, object] = {"name": skill.name, "description": skill.description,
+                                          "uri": skill.uri}
+                if host.argument_hint:
+                    row["argument_hint"] = host.argument_hint
+                if host.paths:
+                    row["conditional"] = list(host.paths)
+                listed.append(row)
+            return json.dumps(listed, ensure_ascii=False)
 
         def load_skill(name: str, ctx: Context) -> str:
             """The instructions of a skill (its SKILL.md without the frontmatter), by name."""

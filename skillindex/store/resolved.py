@@ -173,6 +173,16 @@ def winner_names(session: Session, set_id: int) -> list[str]:
     return [str(name) for (name,) in session.execute(text(sql.WINNER_NAMES), {"set_id": set_id})]
 
 
+def host_fields(session: Session, ids: Sequence[int]) -> dict[int, str]:
+    """The stored host fields (JSON) of those of these candidates that have any."""
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), PAGE):
+        marks = ", ".join(str(int(cid)) for cid in ids[start:start + PAGE])
+        for cid, value in session.execute(text(sql.HOST_FIELDS.format(ids=marks))):
+            found[cid] = value
+    return found
+
+
 def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:
     return list(session.execute(text(sql.WINNERS_PAGE),
                                 {"set_id": set_id, "after": after, "limit": limit}))

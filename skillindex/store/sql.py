@@ -48,6 +48,9 @@ CATALOG_LISTING = (
     "FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
     "WHERE w.set_id = :set_id ORDER BY w.ordinal")
 DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
+# Other hosts' fields of the few candidates that have any (index/dialect.py).
+HOST_FIELDS = ("SELECT id, host_fields FROM candidate WHERE id IN ({ids}) "
+               "AND host_fields IS NOT NULL")
 # The winners among a search's matched candidates (ids inlined as integers), in catalog order.
 SEARCH_WINNERS = (
     f"SELECT w.candidate_id, w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
