@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from skillindex.errors import (
+    AmbiguousUriError,
     AuditBusyError,
     AuditKeptError,
     AuditUnwritableError,
@@ -27,6 +28,7 @@ from skillindex.errors import (
     SearchQueryError,
     SkillIndexError,
     SkillNotFoundError,
+    SkillRejectedError,
     StoreError,
     TooLargeError,
     UnindexedFileError,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 # The errors are part of the interface: callers catch them by these names.
 __all__ = [
+    "AmbiguousUriError",
     "AuditBusyError",
     "AuditKeptError",
     "AuditUnwritableError",
@@ -60,6 +63,7 @@ __all__ = [
     "SkillIndex",
     "SkillIndexError",
     "SkillNotFoundError",
+    "SkillRejectedError",
     "StoreError",
     "TooLargeError",
     "UnindexedFileError",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -114,6 +116,17 @@ class SkillNotFoundError(NotFoundError):
         self.name = name
 
 
+class SkillRejectedError(SkillNotFoundError):
+    """The name is a skill the index holds but rejected: nothing of it is served."""
+
+    def __init__(self, name: str, codes: Sequence[str]) -> None:
+        listed = ", ".join(codes) or "rejected at index time"
+        NotFoundError.__init__(self, f"skill {name} was rejected ({listed}); "
+                                     f"`skillindex explain {name}` says why")
+        self.name = name
+        self.codes = tuple(codes)
+
+
 class ResourceNotFoundError(NotFoundError):
     def __init__(self, skill: str, path: str) -> None:
         super().__init__(f"File not found: {path} (skill {skill})")
@@ -144,6 +157,11 @@ class RefusedError(SkillIndexError):
 
 class PathRefusedError(RefusedError):
     """The requested path is not a plain relative path inside the skill."""
+
+
+class AmbiguousUriError(PathRefusedError):
+    """A skill:// URI that would name the files of two skills (or of two winners of one name):
+    no surface serves it."""
 
 
 class IntegrityError(RefusedError):

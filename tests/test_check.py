@@ -160,19 +160,21 @@ def test_one_folder_reached_twice_is_one_skill(work: Path) -> None:
     assert codes(report) == []
 
 
-def test_uris_that_name_two_files_collide(work: Path) -> None:
-    # `kit:pdf` publishes skill://kit/pdf/SKILL.md, which is also the file pdf/SKILL.md of `kit`.
+@pytest.mark.parametrize("mode", [["--lenient"], []], ids=["lenient", "strict"])
+def test_a_name_whose_uri_would_be_another_skills_file_is_refused(work: Path,
+                                                                  mode: list[str]) -> None:
+    # `kit:pdf` would publish skill://kit/pdf/SKILL.md, the file pdf/SKILL.md of `kit`.
     kit = write_skill(work / "a", "kit")
     (kit / "pdf").mkdir()
     (kit / "pdf" / "SKILL.md").write_text("# not a skill of its own: a file of kit\n")
     write_skill(work / "b", "kit-pdf", 'name: "kit:pdf"\ndescription: Forms.\n')
 
-    found = [f for skill in as_json("--lenient", "a", "b")["skills"] for f in skill["findings"]
-             if f["code"] == "uri-collision"]
+    skills = {skill["path"]: skill for skill in as_json(*mode, "a", "b")["skills"]}
 
-    assert sorted(f["path"] for f in found) == ["a/kit/pdf/SKILL.md", "b/kit-pdf/SKILL.md"]
-    assert found[0]["message"].startswith("skill://kit/pdf")
-    assert {f["level"] for f in found} == {"error"}
+    [reserved] = [f for f in skills["b/kit-pdf/SKILL.md"]["findings"] if f["code"] == "name-reserved"]
+    assert reserved["level"] == "error"
+    assert "':'" in reserved["message"]
+    assert not any(f["code"] == "uri-collision" for s in skills.values() for f in s["findings"])
 
 
 def test_a_file_stands_for_the_skill_holding_it(work: Path) -> None:

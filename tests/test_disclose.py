@@ -698,11 +698,11 @@ def test_a_qualified_name_is_read_through_its_skill_path(tmp_path: Path, db_url:
     write_skill(near, "pdf", body="near body\n")
     write_skill(far, "pdf", body="far body\n")
     (far / "pdf" / "notes.md").write_text("far notes\n", encoding="utf-8")
-    # A skill named like the qualifier, with a folder named like the skill: the longer skill
-    # path wins, as a nested skill owns its own files.
+    # A skill named like the qualifier, with a folder named like the skill: the qualification
+    # passes over that label, so each URI names one file.
     qualifier = write_skill(near, "test.user.2")
     (qualifier / "pdf").mkdir()
-    (qualifier / "pdf" / "notes.md").write_text("shadowed\n", encoding="utf-8")
+    (qualifier / "pdf" / "notes.md").write_text("the qualifier's own\n", encoding="utf-8")
     from skillindex.model import Validation
 
     settings = replace(root_settings(near, far, validation=Validation.LENIENT),
@@ -710,14 +710,16 @@ def test_a_qualified_name_is_read_through_its_skill_path(tmp_path: Path, db_url:
     with SkillIndex.open(settings, db=db_url, env=env) as index:
         index.reindex()
         names = {w.name for w in index.winners()}
-        assert {"test.user.1:pdf", "test.user.2:pdf", "test.user.2"} <= names
+        assert {"test.user.1:pdf", "test.user.2.2:pdf", "test.user.2"} <= names
+        assert "test.user.2:pdf" not in names
 
         def read(uri: str) -> bytes:
             return index.read(uri, reason="test", session="q").data
 
         assert read("skill://test.user.1/pdf") == b"near body\n"
-        assert read("skill://test.user.2/pdf") == b"far body\n"
-        assert read("skill://test.user.2/pdf/notes.md") == b"far notes\n"
+        assert read("skill://test.user.2.2/pdf") == b"far body\n"
+        assert read("skill://test.user.2.2/pdf/notes.md") == b"far notes\n"
+        assert read("skill://test.user.2/pdf/notes.md") == b"the qualifier's own\n"
         assert read("skill://test.user.2/SKILL.md").startswith(b"---\nname: test.user.2")
         assert read("skill://test.user.1/pdf/SKILL.md").endswith(b"---\nnear body\n")
         with pytest.raises(SkillNotFoundError):
@@ -728,8 +730,9 @@ def test_a_qualified_name_is_read_through_its_skill_path(tmp_path: Path, db_url:
                 for e in index.audit(session="q")]
     assert rows == [
         ("skill.read", "test.user.1:pdf", None, 2, "ok"),
-        ("skill.read", "test.user.2:pdf", None, 2, "ok"),
-        ("resource.read", "test.user.2:pdf", "notes.md", 3, "ok"),
+        ("skill.read", "test.user.2.2:pdf", None, 2, "ok"),
+        ("resource.read", "test.user.2.2:pdf", "notes.md", 3, "ok"),
+        ("resource.read", "test.user.2", "pdf/notes.md", 3, "ok"),
         ("resource.read", "test.user.2", "SKILL.md", 3, "ok"),
         ("resource.read", "test.user.1:pdf", "SKILL.md", 3, "ok"),
         ("resource.read", "test.user.3", "pdf", 3, "not-found"),

@@ -40,6 +40,11 @@ CODES: dict[str, Code] = {
         "A name is 1 to 64 characters of lowercase letters, digits and single hyphens, not "
         "starting or ending with a hyphen. In every mode it must not be empty or hold `/`, "
         "control or invisible characters."),
+    "name-reserved": Code(
+        "The name holds a character skill:// URIs reserve",
+        "In every mode a name must not hold `:`, `/`, `\\`, `%`, `?` or `#`, nor start with "
+        "`.`: a URI joins a qualification to a name with `:` and a name to its files with "
+        "`/`, so such a name could read as another skill's file. Rename the skill."),
     "name-too-long": Code(
         "The name is longer than 64 characters",
         "Shorten the name (and the folder, which must match it) to 64 characters at most."),

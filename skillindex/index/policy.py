@@ -28,6 +28,12 @@ RULES_VERSION = 4
 RISK_RULES_VERSION = 2
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# Characters a skill:// URI gives a meaning of its own, refused in a name in every mode: `:`
+# joins a qualification to a name and `/` a name to a path (both would let one name's URI be
+# another skill's file), `\\` is a separator on some hosts, `%` escapes, `?` and `#` end the
+# path for any URI parser; a leading `.` makes a segment a URI path may not hold (`.`, `..`) or
+# a hidden folder's name.
+RESERVED = frozenset(":/\\%?#")
 _UNSAFE_ASCII = re.compile(r"[/\x00-\x1f\x7f]")
 # Characters no name may hold in any mode: they are invisible, reorder text or break lines, so
 # `pdf` and `pdf\u200b` would look like one skill and be two. Controls, format characters
@@ -56,6 +62,14 @@ def unsafe_name(name: str) -> bool:
         return True
     return not name.isascii() and any(
         unicodedata.category(char) in _UNSAFE_CATEGORIES for char in name)
+
+
+def reserved_in(name: str) -> str | None:
+    """The first character of `name` the skill:// grammar reserves (a leading `.` counts), or
+    None when it holds none."""
+    if name.startswith("."):
+        return "."
+    return next((char for char in name if char in RESERVED), None)
 
 
 def rules_key(root: RootSpec) -> str:
@@ -107,6 +121,13 @@ def _judge_name(fields: dict[str, Any], dir_name: str, spec: Severity,
         findings.append(Finding(
             "name-invalid", Severity.ERROR,
             f"name {raw!r} is empty or holds '/', control or invisible characters"))
+        return None
+    reserved = reserved_in(name)
+    if reserved is not None:
+        where = "starts with" if reserved == "." and name.startswith(".") else "holds"
+        findings.append(Finding(
+            "name-reserved", Severity.ERROR,
+            f"name {name!r} {where} {reserved!r}, which skill:// URIs reserve"))
         return None
     if len(name) > MAX_NAME:
         findings.append(Finding("name-too-long", spec,

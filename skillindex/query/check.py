@@ -35,7 +35,6 @@ from skillindex.model import (
     Status,
     Validation,
 )
-from skillindex.query.disclose import SCHEME, skill_path
 
 # A folder of skills is walked this deep: `skills/<group>/<skill>` in a repository, as the
 # codex preset walks its roots.
@@ -298,7 +297,8 @@ def gravity_of(finding: Finding) -> Gravity:
 
 
 # The frontmatter field a finding is about, for the codes whose message does not quote it.
-_FIELD_OF = {"name-invalid": "name", "name-too-long": "name", "name-dir-mismatch": "name",
+_FIELD_OF = {"name-invalid": "name", "name-reserved": "name", "name-too-long": "name",
+             "name-dir-mismatch": "name",
              "description-missing": "description", "description-too-long": "description",
              "compatibility-too-long": "compatibility"}
 _AT_TOP = frozenset({"frontmatter-missing", "frontmatter-unclosed"})
@@ -372,7 +372,7 @@ def _with(skill: CheckedSkill, more: list[FileFinding]) -> CheckedSkill:
 
 def _collisions(skills: Sequence[CheckedSkill], base: Path, *,
                 strict: bool) -> dict[int, list[FileFinding]]:
-    """The findings of skills whose names, or skill:// URIs, are another's of the set."""
+    """The findings of skills whose names are another's of the set."""
     found: dict[int, list[FileFinding]] = defaultdict(list)
     by_name: dict[str, list[int]] = defaultdict(list)
     for index, skill in enumerate(skills):
@@ -387,38 +387,5 @@ def _collisions(skills: Sequence[CheckedSkill], base: Path, *,
                 "name-collision", gravity,
                 f"the name {name!r} is also the name of {others}: hosts load one of them",
                 skills[index].entry, skills[index].name_line, name))
-    # Names cannot hold `/`, so only a name holding `:` (a path of segments) can make two
-    # different names' URIs meet.
-    alone = {name: holders[0] for name, holders in by_name.items() if len(holders) == 1}
-    if any(":" in name for name in alone):
-        for index, finding in _uri_collisions(skills, alone):
-            found[index].append(finding)
+    # Names cannot hold `:` or `/` (name-reserved), so two names' skill:// URIs never meet.
     return found
-
-
-def _uri_collisions(skills: Sequence[CheckedSkill],
-                    alone: dict[str, int]) -> Iterator[tuple[int, FileFinding]]:
-    owners: dict[str, tuple[int, str | None]] = {}
-    met: dict[tuple[int, int], list[tuple[str, str | None, str | None]]] = defaultdict(list)
-    for name, index in alone.items():
-        prefix = f"{SCHEME}{skill_path(name)}"
-        for uri, file in [(prefix, None),
-                          *((f"{prefix}/{rel}", rel) for rel in skills[index].files)]:
-            owner, owned = owners.setdefault(uri, (index, file))
-            if owner != index:
-                met[(owner, index)].append((uri, owned, file))
-    for (first, second), uris in met.items():
-        uri, first_file, second_file = uris[0]
-        more = f" (and {len(uris) - 1} more)" if len(uris) > 1 else ""
-        message = (f"{uri}{more} names both {_what(skills[first], first_file)} and "
-                   f"{_what(skills[second], second_file)}: no host serves it")
-        for index, file in ((first, first_file), (second, second_file)):
-            skill = skills[index]
-            yield index, FileFinding("uri-collision", Gravity.ERROR, message,
-                                     skill.entry if file is None else skill.directory / file,
-                                     None, skill.name)
-
-
-def _what(skill: CheckedSkill, file: str | None) -> str:
-    return (f"the body of {skill.name!r}" if file is None
-            else f"the file {file} of {skill.name!r}")

@@ -96,6 +96,14 @@ class Library:
                         session, found.candidate.id, rel_path))
         return None
 
+    def stored_wins(self, here: Here, names: Sequence[str]) -> bool:
+        with self.session() as session:
+            set_id = self.resolution_set(session, here)
+            if set_id is None:
+                raise NotStored
+            reader = winners.Reader(session, set_id, here.roots)
+            return any(reader.winner(name) is not None for name in names)
+
     def candidates(self, here: Here, names: Sequence[str], *,
                    all_findings: bool) -> list[Candidate]:
         with self.session() as session:

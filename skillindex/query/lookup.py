@@ -11,12 +11,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from skillindex.errors import QuarantinedError, SkillNotFoundError
-from skillindex.model import Candidate, Finding, ManifestFile, RiskPolicy
-from skillindex.query import staleness, trust
+from skillindex.errors import (
+    AmbiguousUriError,
+    QuarantinedError,
+    SkillNotFoundError,
+    SkillRejectedError,
+)
+from skillindex.model import Candidate, Finding, ManifestFile, RiskPolicy, Severity
+from skillindex.query import disclose, staleness, trust
 from skillindex.query.disclose import SkillRef
 from skillindex.query.reader import Here, NotStored
-from skillindex.query.resolve import Resolution, Winner, resolve
+from skillindex.query.resolve import KEEP_ALL, Resolution, Winner, resolve
 from skillindex.text import is_text, shown_name
 
 # The place in what was asked of the first name that wins, its winner, and the manifest row of
@@ -51,6 +56,10 @@ class Store(Protocol):
         """The facts quarantine needs about these winners; None when none has a risk finding."""
         ...
 
+    def stored_wins(self, here: Here, names: Sequence[str]) -> bool:
+        """Whether one of `names` has a winner in the stored resolution of `here`'s roots."""
+        ...
+
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None: ...
 
     def root_scans(self, here: Here) -> staleness.Scans: ...
@@ -71,21 +80,28 @@ def with_file(store: Store, here: Here, name: str,
 
 
 def locate(store: Store, here: Here,
-           options: Sequence[SkillRef]) -> tuple[SkillRef, Candidate, ManifestFile | None]:
-    """The first reading of a URI (`disclose.parse_uri_options`, longest skill path first) whose
-    skill path names a winner here, with that winner's candidate and the manifest row of the
-    file the reading names."""
+           uri: str) -> tuple[SkillRef, Candidate, ManifestFile | None]:
+    """What a skill:// URI names here: the one reading of it (`disclose.parse_uri_options`)
+    whose skill path names a winner, that winner's candidate and the manifest row of the file
+    the reading names. Every surface that reads a URI finds it here.
+
+    A URI is never resolved by preferring one reading: when two readings name winners (the
+    skill `kit` with a file `pdf/SKILL.md` and the skill `kit:pdf`), or its name has several
+    winners (collision_policy keep-all), it names no one file and AmbiguousUriError refuses
+    it, whatever the precedence of either skill."""
+    options = disclose.parse_uri_options(uri)
     # Bytes of argv that are not UTF-8 name no skill (nor can a database bind them).
     refs = [ref for ref in options if is_text(ref.name)]
     place, found, expected = _first(store, here, [(ref.name, ref.file) for ref in refs],
-                                    shown=options[-1].name, hint=len(options) == 1)
+                                    shown=options[-1].name, hint=len(options) == 1, uri=uri)
     return refs[place], found.candidate, expected
 
 
 def _first(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]], *, shown: str,
-           hint: bool) -> Found:
+           hint: bool, uri: str | None = None) -> Found:
     """The first of `wanted` that wins here; SkillNotFoundError names `shown`, with the
-    staleness note when `hint`."""
+    staleness note when `hint`. With `uri`, the readings of that URI: one more that wins, or
+    a name with several winners, makes it ambiguous."""
     if not here.quarantining:
         try:
             found = store.stored_winner(here, wanted)
@@ -94,11 +110,24 @@ def _first(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]], *
         else:
             if found is None:
                 raise not_found(store, here, shown, hint=hint)
+            if uri is not None:
+                place, chosen, _ = found
+                rest = [name for name, _ in wanted[place + 1:]]
+                if _several(chosen) or (rest and store.stored_wins(here, rest)):
+                    raise ambiguous(uri, chosen.name)
             return found
     resolution = withheld(store, here, resolution_of(store, here, [n for n, _ in wanted],
                                                      all_findings=False))
-    winners = {w.name: w for w in resolution.winners}
-    for place, (name, rel_path) in enumerate(wanted):
+    winners: dict[str, Winner] = {}
+    for w in resolution.winners:
+        winners.setdefault(w.name, w)  # keep-all: a name's first file, as a stored one
+    hits = [place for place, (name, _) in enumerate(wanted)
+            if name in winners or trust.held_verdict(resolution, name) is not None]
+    if uri is not None and hits and (len(hits) > 1 or (
+            wanted[hits[0]][0] in winners and _several(winners[wanted[hits[0]][0]]))):
+        raise ambiguous(uri, wanted[hits[0]][0])
+    for place in hits:
+        name, rel_path = wanted[place]
         if name in winners:
             chosen = winners[name]
             expected = (None if rel_path is None
@@ -110,8 +139,29 @@ def _first(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]], *
     raise not_found(store, here, shown, hint=hint)
 
 
+def _several(winner: Winner) -> bool:
+    """Whether the winner's name is kept for other files too (collision_policy keep-all)."""
+    collision = winner.collision
+    return (collision is not None and collision.policy == KEEP_ALL
+            and len(collision.kept) > 1)
+
+
+def ambiguous(uri: str, name: str) -> AmbiguousUriError:
+    return AmbiguousUriError(f"{uri} is ambiguous: it would name the files of more than one "
+                             "skill (uri-collision), so it is not served; `skillindex explain "
+                             f"{name}` shows them", skill=name)
+
+
 def not_found(store: Store, here: Here, name: str, *, hint: bool) -> SkillNotFoundError:
-    """No skill of that name here; with `hint`, why the index may not show it."""
+    """No skill of that name here: SkillRejectedError, with its codes, when the index holds
+    one and rejected it; else, with `hint`, why the index may not show it."""
+    if is_text(name):
+        rejected = [c for c in store.candidates(here, [name], all_findings=False)
+                    if not c.accepted]
+        if rejected:
+            codes = dict.fromkeys(f.code for c in rejected for f in c.findings
+                                  if f.severity is Severity.ERROR)
+            return SkillRejectedError(shown_name(name), list(codes))
     note = staleness.note(here.settings, lambda: staleness.stale_roots(
         here.roots, store.root_scans(here))) if hint else None
     return SkillNotFoundError(shown_name(name), hint=note)
@@ -122,8 +172,10 @@ def resolution_of(store: Store, here: Here, wanted: Iterable[str], *,
     """The resolution of these names, from the candidates that can bear on them alone.
 
     A qualified catalog name (`user:pdf`, `kit:pdf`) stands for what follows its first colon,
-    so both spellings are loaded; names of other skills do not change the outcome (except a
-    qualified name avoiding one declared elsewhere, which only the full resolution sees).
+    so both spellings are loaded, with the names a qualification avoids (each `:`-prefix of
+    the name, each form its label may take); names of other skills do not change the outcome
+    (except a qualified name avoiding a longer one declared elsewhere, which only the full
+    resolution sees).
     """
     names = set()
     for name in wanted:
@@ -131,9 +183,24 @@ def resolution_of(store: Store, here: Here, wanted: Iterable[str], *,
             continue
         names.add(name)
         if ":" in name:
-            names.add(name.split(":", 1)[1])
+            names.update(_avoided(name))
     found = store.candidates(here, sorted(names), all_findings=all_findings)
     return resolve(found, here.roots, here.rules)
+
+
+def _avoided(name: str) -> set[str]:
+    """What the qualification `name` may have been chosen to avoid: the declared name after
+    its first colon, every `:`-prefix of it, and the other forms of its label
+    (`<scope>`, `<provider>.<scope>`, `<provider>.<scope>.<n>`) with and without the name."""
+    label, _, declared = name.partition(":")
+    parts = name.split(":")
+    found = {declared, *(":".join(parts[:cut]) for cut in range(1, len(parts)))}
+    pieces = label.split(".")
+    forms = {".".join(pieces[:cut]) for cut in range(1, len(pieces) + 1)}
+    forms.update(pieces)
+    found.update(forms)
+    found.update(f"{form}:{declared}" for form in forms)
+    return found
 
 
 def withheld(store: Store, here: Here, resolution: Resolution) -> Resolution:

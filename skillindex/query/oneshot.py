@@ -130,6 +130,13 @@ class Fast:
                         stored_collision(row[1]))
         return place, winner, expected
 
+    def stored_wins(self, here: Here, names: Sequence[str]) -> bool:
+        wins = fastpath.stored_wins(self.connection, self.index_name, here.paths, here.key_of,
+                                    names)
+        if wins is None:
+            raise Unanswered
+        return wins
+
     def candidates(self, here: Here, names: Sequence[str], *,
                    all_findings: bool) -> list[Candidate]:
         raise Unanswered

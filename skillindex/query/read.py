@@ -39,7 +39,7 @@ def read(store: Store, here: Here, uri: str, *, reason: str | None, session: str
         raise ConfigError(f"max_bytes must be 0 or more, not {max_bytes}")
     attempt = disclose.Attempt.of_uri(uri)
     with audited(store, attempt, reason=reason, session=session):
-        ref, candidate, expected = lookup.locate(store, here, disclose.parse_uri_options(uri))
+        ref, candidate, expected = lookup.locate(store, here, uri)
         attempt.aim(ref)
         return disclose.disclose(uri, ref, candidate, expected, max_bytes=max_bytes,
                                  attempt=attempt, rules=rules_of(here, candidate))
@@ -59,8 +59,7 @@ def read_published(store: Published, here: Here, uri: str, ref: disclose.SkillRe
         if found is not None:
             candidate, expected = found
         else:
-            ref, candidate, expected = lookup.locate(store, here,
-                                                     disclose.parse_uri_options(uri))
+            ref, candidate, expected = lookup.locate(store, here, uri)
         attempt.aim(ref)
         return disclose.disclose(uri, ref, candidate, expected, max_bytes=None,
                                  attempt=attempt, rules=rules_of(here, candidate))

@@ -149,8 +149,8 @@ def resolve(candidates: Iterable[Candidate], roots: Sequence[RootSpec], rules: R
                 f"{candidate.real_path}); counted once"))
             continue
         groups.setdefault(str(candidate.name), []).append(number)
-    # A qualified name must not take a name some other skill already declares.
-    taken = set(groups)
+    # A qualified name must not take a name, nor a skill:// path, some other skill has.
+    taken = Names(groups)
     collisions: list[Collision] = []
     winners: dict[int, Winner] = {}
     for name, members in groups.items():
@@ -194,7 +194,7 @@ def rank(candidate: Candidate) -> tuple[int, int, str]:
 
 
 # Part of every stored resolution's key: bump it when the policy's results change.
-RESOLUTION_VERSION = 1
+RESOLUTION_VERSION = 2
 
 
 def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
@@ -274,8 +274,35 @@ def _within(candidate: Candidate) -> str:
         return str(candidate.path)
 
 
+class Names:
+    """The names in use, and what a qualified name must avoid with them: a skill:// path meets
+    another when one is the other or begins it (`kit` owns `skill://kit/pdf/SKILL.md` as its
+    file `pdf/SKILL.md`, so `kit:pdf` would name that file too)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._names: set[str] = set()
+        self._heads: set[str] = set()  # every proper `:`-prefix of a name in use
+        self.update(names)
+
+    def update(self, names: Iterable[str]) -> None:
+        for name in names:
+            self._names.add(name)
+            parts = name.split(":")
+            self._heads.update(":".join(parts[:cut]) for cut in range(1, len(parts)))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def meets(self, name: str) -> bool:
+        """Whether `name`'s skill path is, begins or is begun by the path of a name in use."""
+        if name in self._names or name in self._heads:
+            return True
+        parts = name.split(":")
+        return any(":".join(parts[:cut]) in self._names for cut in range(1, len(parts)))
+
+
 def apply_policy(name: str, group: list[Candidate], policy: str,
-                  taken: set[str]) -> list[Verdict]:
+                  taken: Names) -> list[Verdict]:
     top = group[0]
     if len(group) == 1:
         return [Verdict(top, Outcome.WINNER, f"the only usable candidate ({_source(top)})", name)]
@@ -334,10 +361,12 @@ def _tied(group: list[Candidate]) -> list[Candidate]:
     return tied
 
 
-def _qualified(name: str, group: list[Candidate], taken: set[str]) -> list[str]:
+def _qualified(name: str, group: list[Candidate], taken: Names) -> list[str]:
     """`<scope>:<name>`; where that is not unique, `<provider>.<scope>:<name>`; then
     `<provider>.<scope>.<n>:<name>`, n counting that provider's roots of that scope from 1 in
-    precedence order (1 = the nearest project directory)."""
+    precedence order (1 = the nearest project directory). A form whose skill path meets one in
+    use (`Names.meets`) is passed over; the last form takes a further `.<k>` until it meets
+    none, so a qualification is never another skill's file."""
     counts: dict[tuple[str, str], int] = {}
     labels: list[tuple[str, str, str]] = []
     for candidate in group:
@@ -349,8 +378,12 @@ def _qualified(name: str, group: list[Candidate], taken: set[str]) -> list[str]:
     for own in labels:
         level = next((level for level in range(2)
                       if sum(other[level] == own[level] for other in labels) == 1
-                      and f"{own[level]}:{name}" not in taken), 2)
-        names.append(f"{own[level]}:{name}")
+                      and not taken.meets(f"{own[level]}:{name}")), 2)
+        label, more = own[level], 1
+        while level == 2 and taken.meets(f"{label}:{name}"):
+            more += 1
+            label = f"{own[2]}.{more}"
+        names.append(f"{label}:{name}")
     taken.update(names)
     return names
 

@@ -109,7 +109,7 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
         eligible.append(row)
     del by_root
     # Qualified names must avoid every name in use; no other policy asks.
-    taken = {row[1] for row in eligible} if rules.policy == resolve.QUALIFY else set()
+    taken = resolve.Names(row[1] for row in eligible if rules.policy == resolve.QUALIFY)
     judged: dict[int, Materialized | None] = {}
     for name, members in groups.items():
         if len(members) < 2:

@@ -29,7 +29,12 @@ from typing_extensions import TypedDict
 
 from skillindex import __version__
 from skillindex.api import SkillIndex
-from skillindex.errors import NotFoundError, PathRefusedError, SkillIndexError
+from skillindex.errors import (
+    NotFoundError,
+    PathRefusedError,
+    SkillIndexError,
+    SkillRejectedError,
+)
 from skillindex.index.dialect import files_in_play, host_fields, in_play
 from skillindex.providers import project_top
 from skillindex.query.catalog import CatalogItem, SearchHint
@@ -283,7 +288,8 @@ class Skills:
         """The body of a served skill (a level-2 load)."""
         skill = self.publication.served(name)
         if skill is None:
-            raise ToolError(f"no skill named {name!r} is served here; see list_skills")
+            raise ToolError(self._rejected(name)
+                            or f"no skill named {name!r} is served here; see list_skills")
         try:
             disclosure = self.index.read_stored(skills.base_uri(name), SkillRef(name, None),
                                                 skill.resolution, reason="load_skill",
@@ -319,12 +325,29 @@ class Skills:
                          principal: str | None) -> NoReturn:
         outcome, message = "not-found", f"{uri} is not served"
         try:
-            parse_uri_options(uri)
+            options = parse_uri_options(uri)
         except PathRefusedError as exc:
             outcome, message = exc.outcome, str(exc)
+        else:
+            rejected = self._rejected(options[-1].name)
+            if rejected is not None:
+                message = f"{uri} is not served: {rejected}"
         self.index.refuse_unserved(uri, outcome=outcome, reason=reason, session=session,
                                    principal=principal)
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
+
+    def _rejected(self, name: str) -> str | None:
+        """That `name` is a skill the index rejected, its codes and where to learn why; None
+        when it is not."""
+        if name in self.publication.by_name:
+            return None
+        try:
+            self.index.winner(name)
+        except SkillRejectedError as exc:
+            return str(exc)
+        except SkillIndexError:
+            return None
+        return None
 
 
 def session_part(text: str) -> str:

@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 
 from skillindex.model import SkillManifest, StoredSkill
 from skillindex.query.disclose import SCHEME, skill_path
+from skillindex.query.resolve import Names
 
 EXTENSION = "io.modelcontextprotocol/skills"
 # The extension's per-skill limits: a host is only bound to accept skills within them.
@@ -81,6 +82,9 @@ class Publication:
         self.files: dict[str, ServedFile] = {}
         self.withheld: list[Withheld] = []
         self._seen_withheld: set[str] = set()
+        # Every name added, served or withheld: a skill whose skill path meets one of them
+        # (one name twice, or `kit` beside `kit:pdf`) would make its URIs name two files.
+        self._names = Names()
         self._directories: dict[str, list[dict[str, str]] | None] = {}
 
     @property
@@ -114,9 +118,11 @@ class Publication:
 
     def _add(self, manifest: SkillManifest | StoredSkill) -> None:
         reason = withheld_reason(manifest)
+        if self._names.meets(manifest.name):
+            reason = self._collide(manifest.name)
+        self._names.update([manifest.name])
         if reason is not None:
-            self.withheld.append(Withheld(manifest.name, reason))
-            self._seen_withheld.add(manifest.name)
+            self._withhold(manifest.name, reason)
             return
         resolution = manifest.resolution if isinstance(manifest, StoredSkill) else None
         base = base_uri(manifest.name)
@@ -142,6 +148,29 @@ class Publication:
         self.by_base[base] = skill
         self.skills.append(skill)
         self.entries.append(entry_of)  # last: a page never shows a skill half added
+
+    def _withhold(self, name: str, reason: str) -> None:
+        self.withheld.append(Withheld(name, reason))
+        self._seen_withheld.add(name)
+
+    def _collide(self, name: str) -> str:
+        """Withdraw the served skills whose skill path meets `name`'s, and say why `name` is
+        withheld: no URI either would publish may be served (`lookup.locate` refuses them)."""
+        path = skill_path(name)
+        met = [skill for skill in self.skills if skill.name == name
+               or f"{skill_path(skill.name)}/".startswith(f"{path}/")
+               or f"{path}/".startswith(f"{skill_path(skill.name)}/")]
+        for skill in met:
+            self.skills.remove(skill)
+            self.entries.remove(skill.entry)
+            del self.by_uri[skill.uri], self.by_name[skill.name]
+            del self.by_base[base_uri(skill.name)]
+            for rel in skill.files:
+                self.files.pop(f"{base_uri(skill.name)}/{_quoted(rel)}", None)
+            self._withhold(skill.name, f"its skill:// URIs would also name files of {name!r} "
+                           "(uri-collision)")
+        others = ", ".join(repr(skill.name) for skill in met) or "another withheld skill"
+        return f"its skill:// URIs would also name files of {others} (uri-collision)"
 
     def directory(self, uri: str) -> list[dict[str, str]] | None:
         """The direct children of a skill's folder or subfolder; None for anything else.

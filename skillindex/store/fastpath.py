@@ -130,6 +130,17 @@ def stored_winner(connection: sqlite3.Connection, index_name: str, roots: Sequen
     return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
+def stored_wins(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                key_of: Callable[[RootRuns], str], names: Sequence[str]) -> bool | None:
+    """Whether one of `names` has a winner in the stored resolution of these roots; None when
+    no resolution is stored for them, or the database fails."""
+    def read(set_id: int) -> bool:
+        return any(connection.execute(sql.WINNER_BY_NAME, {"set_id": set_id, "name": name})
+                   .fetchone() is not None for name in names)
+
+    return _in_stored_set(connection, index_name, roots, key_of, read)
+
+
 Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
                dict[str, tuple[bool, datetime | None]]]
 

@@ -1,0 +1,337 @@
+"""One skill:// URI names one file: names cannot hold the URI's separators, a qualification is
+never another skill's file, an ambiguous URI is served by no surface, and every URI a surface
+publishes reads back, on every surface, as the bytes its digest describes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client, MCPError, types
+
+from skillindex import AmbiguousUriError, SkillIndex, SkillIndexError
+from skillindex.query import oneshot
+from skillindex.serve.mcp import create_server
+from tests.conftest import isolate_home
+
+REFUSED = "refused"
+
+
+@dataclass
+class Root:
+    path: str  # under the tree's folder
+    precedence: int
+    scope: str = "user"
+    provider: str = "test"
+
+
+@dataclass
+class Tree:
+    """Folders of skills, a settings file naming them as roots, and an index of them."""
+
+    base: Path
+    db: str
+    roots: list[Root]
+    policy: str = "precedence"
+    files: dict[str, bytes] = field(default_factory=dict)  # path under base -> bytes
+
+    def skill(self, root: str, folder: str, name: str, *, body: str = "# Body\n") -> None:
+        self.files[f"{root}/{folder}/SKILL.md"] = (
+            f"---\nname: {json.dumps(name)}\ndescription: d\n---\n{body}").encode()
+
+    def file(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+
+    @property
+    def config(self) -> Path:
+        return self.base / "config.toml"
+
+    def write(self) -> None:
+        for rel, data in self.files.items():
+            path = self.base / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        lines = ["[skills]", "presets = false", f'collision_policy = "{self.policy}"', ""]
+        for root in self.roots:
+            (self.base / root.path).mkdir(parents=True, exist_ok=True)
+            lines += ["[[roots]]", f'path = "{self.base / root.path}"',
+                      f'scope = "{root.scope}"', f'provider = "{root.provider}"',
+                      f"precedence = {root.precedence}", 'validation = "lenient"', ""]
+        self.config.write_text("\n".join(lines))
+
+    def open(self) -> SkillIndex:
+        return SkillIndex.open(str(self.config), db=self.db, cwd=self.base)
+
+    def index(self) -> None:
+        self.write()
+        with self.open() as index:
+            index.reindex()
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def outcome(read: Callable[[], bytes]) -> bytes | str:
+    try:
+        return read()
+    except SkillIndexError as exc:
+        return f"{REFUSED}: {type(exc).__name__}"
+
+
+def content_bytes(result: types.ReadResourceResult) -> bytes:
+    (content,) = result.contents
+    if isinstance(content, types.TextResourceContents):
+        return content.text.encode("utf-8")
+    import base64  # noqa: PLC0415
+
+    return base64.b64decode(content.blob)
+
+
+@dataclass
+class Served:
+    """What the MCP server publishes: each file URI with its digest, and what skills/get and
+    resources/read give for the URIs asked."""
+
+    digests: dict[str, str]
+    entries: dict[str, str]  # skills/get of each published SKILL.md URI: that entry's uri
+    reads: dict[str, bytes | str]
+
+
+def mcp_view(index: SkillIndex, asked: list[str]) -> Served:
+    async def main() -> Served:
+        async with Client(create_server(index)) as client:
+            request = types.Request[dict[str, Any] | None, str](method="skills/list", params={})
+            from pydantic import BaseModel, ConfigDict  # noqa: PLC0415
+
+            class Raw(BaseModel):
+                model_config = ConfigDict(extra="allow")
+
+            entries = (await client.session.send_request(request, Raw)).model_dump()["skills"]
+            digests = {r["uri"]: r["digest"] for e in entries for r in e["resources"]}
+            got: dict[str, str] = {}
+            for entry in entries:
+                get = types.Request[dict[str, Any] | None, str](
+                    method="skills/get", params={"uri": entry["uri"]})
+                got[entry["uri"]] = (await client.session.send_request(get, Raw)
+                                     ).model_dump()["skill"]["uri"]
+            reads: dict[str, bytes | str] = {}
+            for uri in dict.fromkeys([*digests, *asked]):
+                try:
+                    reads[uri] = content_bytes(await client.read_resource(uri))
+                except MCPError:
+                    reads[uri] = REFUSED
+            return Served(digests, got, reads)
+    return anyio.run(main)
+
+
+def every_surface(tree: Tree, uris: list[str]) -> tuple[Served, dict[str, dict[str, Any]]]:
+    """For each URI: the library's read, the sqlite3 fast path's (None where it leaves the
+    request to the library) and MCP's resources/read; with what MCP publishes."""
+    seen: dict[str, dict[str, Any]] = {}
+    with tree.open() as index:
+        served = mcp_view(index, uris)
+        for uri in dict.fromkeys([*served.digests, *uris]):
+            seen[uri] = {"library": outcome(lambda u=uri: index.read(u).data),
+                         "mcp": served.reads[uri]}
+    for uri in seen:
+        try:
+            fast = oneshot.read(str(tree.config), db=tree.db, cwd=tree.base, index=None, uri=uri)
+        except SkillIndexError as exc:
+            seen[uri]["fast"] = f"{REFUSED}: {type(exc).__name__}"
+        else:
+            seen[uri]["fast"] = None if fast is None else fast.data
+    return served, seen
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    isolate_home(tmp_path, monkeypatch)
+    return tmp_path
+
+
+# -- The reproductions ---------------------------------------------------------------------
+
+
+def test_a_lower_root_cannot_take_a_higher_skills_file_with_a_colon_in_its_name(
+        home: Path) -> None:
+    tree = Tree(home, str(home / "index.sqlite"), [Root("admin", 200, "admin"),
+                                                   Root("project", 70, "project")])
+    tree.skill("admin", "pdf", "pdf", body="# the genuine body\n")
+    tree.file("admin/pdf/forms.md", b"the genuine forms\n")
+    tree.skill("project", "evil", "pdf:forms.md", body="# evil's body\n")
+    tree.skill("project", "evil2", "pdf:SKILL.md", body="# evil's other body\n")
+    tree.index()
+
+    genuine = (home / "admin/pdf/SKILL.md").read_bytes()
+    served, seen = every_surface(tree, ["skill://pdf/forms.md", "skill://pdf/SKILL.md"])
+    for uri, data in (("skill://pdf/forms.md", b"the genuine forms\n"),
+                      ("skill://pdf/SKILL.md", genuine)):
+        assert seen[uri] == {"library": data, "mcp": data, "fast": data}, uri
+        assert served.digests[uri] == sha256(data)
+    with tree.open() as index:
+        [evil] = [c for c in index.candidates() if c.directory.name == "evil"]
+    assert [(f.code, str(f.severity)) for f in evil.findings] == [("name-reserved", "error")]
+
+
+@pytest.mark.parametrize("name", [":a", "a:b", "a/b", "a\\b", "a%2fb", "a?b", "a#b", ".a",
+                                  "..", "a\x00b"])
+def test_a_name_with_a_uri_separator_is_rejected_in_lenient_mode_too(home: Path,
+                                                                     name: str) -> None:
+    tree = Tree(home, str(home / "index.sqlite"), [Root("r", 10)])
+    tree.skill("r", "s", name)
+    tree.index()
+    with tree.open() as index:
+        [candidate] = index.candidates()
+    assert not candidate.accepted
+    assert {f.code for f in candidate.findings} & {"name-reserved", "name-invalid",
+                                                   "control-character"}
+
+
+def test_a_qualification_is_never_another_skills_file(home: Path) -> None:
+    # The admin `pdf` wins `pdf`; the user root's becomes `user:...`; in that root a skill
+    # named `user` holds a plain file pdf/SKILL.md.
+    tree = Tree(home, str(home / "index.sqlite"), [Root("admin", 200, "admin"),
+                                                   Root("user", 100, "user")], "qualify")
+    tree.skill("admin", "pdf", "pdf", body="# admin's\n")
+    tree.skill("user", "pdf", "pdf", body="# user's\n")
+    tree.skill("user", "user", "user", body="# the skill user\n")
+    tree.file("user/user/pdf/SKILL.md", b"# a plain file of the skill user\n")
+    tree.index()
+
+    with tree.open() as index:
+        names = {w.name for w in index.winners()}
+    assert "user:pdf" not in names and {"admin:pdf", "test.user:pdf", "user"} <= names
+    plain = b"# a plain file of the skill user\n"
+    qualified = (home / "user/pdf/SKILL.md").read_bytes()
+    served, seen = every_surface(tree, ["skill://user/pdf/SKILL.md",
+                                        "skill://test.user/pdf/SKILL.md"])
+    assert seen["skill://user/pdf/SKILL.md"] == {"library": plain, "mcp": plain, "fast": plain}
+    assert seen["skill://test.user/pdf/SKILL.md"] == {"library": qualified, "mcp": qualified,
+                                                      "fast": qualified}
+    assert served.entries["skill://test.user/pdf/SKILL.md"] == "skill://test.user/pdf/SKILL.md"
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
+def test_a_plugin_beside_a_skill_of_its_name_makes_no_uri_served(home: Path, db_url: str) -> None:
+    # A plugin `kit` publishes `kit:pdf` (skill://kit/pdf/...); a user skill `kit` holds the
+    # file pdf/SKILL.md: the URI names two files, so no surface serves it.
+    plugins = home / "home" / ".claude" / "plugins"
+    install = plugins / "cache" / "kit"
+    tree = Tree(home, db_url, [Root("user", 100)])
+    tree.skill("user", "kit", "kit")
+    tree.file("user/kit/pdf/SKILL.md", b"# a file of kit\n")
+    tree.file(str((install / "skills" / "pdf" / "SKILL.md").relative_to(home)),
+              b"---\nname: pdf\ndescription: d\n---\n# the plugin's\n")
+    tree.write()
+    registry = {"version": 2, "plugins": {"kit@market": [{"installPath": str(install)}]}}
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps(registry))
+    text = tree.config.read_text().replace("presets = false", "presets = true")
+    tree.config.write_text(text)
+    with tree.open() as index:
+        index.reindex()
+        assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
+        with pytest.raises(AmbiguousUriError):
+            index.read("skill://kit/pdf/SKILL.md")
+        with pytest.raises(AmbiguousUriError):
+            index.read("skill://kit/pdf")
+        served = mcp_view(index, ["skill://kit/pdf/SKILL.md"])
+        assert index.read("skill://kit/SKILL.md").data.startswith(b"---\nname: \"kit\"")
+    assert served.reads["skill://kit/pdf/SKILL.md"] == REFUSED
+    assert not any(uri.startswith(("skill://kit/", "skill://kit:")) for uri in served.digests)
+
+
+def test_keep_all_serves_no_uri_that_names_two_skills(home: Path) -> None:
+    tree = Tree(home, str(home / "index.sqlite"), [Root("a", 200), Root("b", 100)], "keep-all")
+    tree.skill("a", "pdf", "pdf", body="# a's\n")
+    tree.skill("b", "pdf", "pdf", body="# b's\n")
+    tree.skill("b", "other", "other")
+    tree.index()
+    served, seen = every_surface(tree, ["skill://pdf/SKILL.md", "skill://pdf"])
+    for uri in ("skill://pdf/SKILL.md", "skill://pdf"):
+        assert seen[uri]["library"] == f"{REFUSED}: AmbiguousUriError"
+        assert seen[uri]["fast"] in (None, f"{REFUSED}: AmbiguousUriError")
+        assert served.reads.get(uri, REFUSED) == REFUSED
+    assert "skill://other/SKILL.md" in served.digests
+
+
+# -- Every URI any surface publishes, on random trees --------------------------------------
+
+SEGMENTS = ["pdf", "user", "kit", "a", "SKILL.md", "forms.md", "test.user", "admin"]
+NAMES = ["pdf", "user", "kit", "a", "admin", "test.user", "pdf:forms.md", "user:pdf",
+         "kit:pdf", "pdf:SKILL.md", "a:b", "test.user:pdf"]
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> dict[str, Any]:
+    roots = draw(st.lists(st.sampled_from([("admin", 200, "admin"), ("user", 100, "user"),
+                                           ("project", 70, "project"), ("other", 100, "user")]),
+                          min_size=1, max_size=3, unique=True))
+    skills = []
+    for number in range(draw(st.integers(1, 5))):
+        root = draw(st.sampled_from(roots))[0]
+        name = draw(st.sampled_from(NAMES))
+        extra = draw(st.lists(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3),
+                              max_size=3))
+        skills.append((root, f"s{number}", name, ["/".join(parts) for parts in extra]))
+    policy = draw(st.sampled_from(["precedence", "qualify", "keep-all", "reject-ambiguous"]))
+    return {"roots": roots, "skills": skills, "policy": policy}
+
+
+def build(base: Path, drawn: dict[str, Any]) -> Tree:
+    tree = Tree(base, str(base / "index.sqlite"),
+                [Root(path, precedence, scope) for path, precedence, scope in drawn["roots"]],
+                drawn["policy"])
+    for root, folder, name, extra in drawn["skills"]:
+        tree.skill(root, folder, name, body=f"# {folder}\n")
+        for rel in extra:
+            # A file and a folder of one name cannot both be: the first written wins.
+            path = f"{root}/{folder}/{rel}"
+            if not any(p.startswith(f"{path}/") or path.startswith(f"{p}/") for p in tree.files):
+                tree.file(path, f"{folder}/{rel}\n".encode())
+    tree.index()
+    return tree
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=trees())
+def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
+        drawn: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        with pytest.MonkeyPatch.context() as patch:
+            isolate_home(base, patch)
+            tree = build(base, drawn)
+            # Every file of every winner, by the URI of its catalog name, and its digest.
+            with tree.open() as index:
+                listed = {f"skill://{m.name.replace(':', '/')}/{f.rel_path}": f"sha256:{f.sha256}"
+                          for m in index.manifests(index.winners()) for f in m.files}
+            served, seen = every_surface(tree, list(listed))
+    ambiguous = f"{REFUSED}: AmbiguousUriError"
+    for uri, digest in served.digests.items():
+        answers = seen[uri]
+        for surface in ("library", "mcp", "fast"):
+            data = answers[surface]
+            if surface == "fast" and data is None:
+                continue  # left to the library, whose answer is checked above
+            assert isinstance(data, bytes) and sha256(data) == digest, (uri, surface, answers)
+    for uri, digest in listed.items():
+        answers = seen[uri]
+        assert answers["fast"] in (None, answers["library"]), (uri, answers)
+        if answers["library"] == ambiguous:
+            assert uri not in served.digests and answers["mcp"] == REFUSED, (uri, answers)
+            continue
+        assert sha256(answers["library"]) == digest, (uri, answers)
+        assert answers["mcp"] in (REFUSED, answers["library"]), (uri, answers)
+    for uri, got in served.entries.items():
+        assert got == uri
