@@ -171,7 +171,8 @@ def test_a_name_whose_uri_would_be_another_skills_file_is_refused(work: Path,
 
     skills = {skill["path"]: skill for skill in as_json(*mode, "a", "b")["skills"]}
 
-    [reserved] = [f for f in skills["b/kit-pdf/SKILL.md"]["findings"] if f["code"] == "name-reserved"]
+    [reserved] = [f for f in skills["b/kit-pdf/SKILL.md"]["findings"]
+                  if f["code"] == "name-reserved"]
     assert reserved["level"] == "error"
     assert "':'" in reserved["message"]
     assert not any(f["code"] == "uri-collision" for s in skills.values() for f in s["findings"])

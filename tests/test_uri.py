@@ -9,16 +9,19 @@ import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError, types
 
-from skillindex import AmbiguousUriError, SkillIndex, SkillIndexError
+from skillindex import AmbiguousUriError, SkillIndex, SkillIndexError, SkillRejectedError
+from skillindex.cli import cli
 from skillindex.query import oneshot
 from skillindex.serve.mcp import create_server
 from tests.conftest import isolate_home
@@ -92,7 +95,7 @@ def content_bytes(result: types.ReadResourceResult) -> bytes:
     (content,) = result.contents
     if isinstance(content, types.TextResourceContents):
         return content.text.encode("utf-8")
-    import base64  # noqa: PLC0415
+    import base64
 
     return base64.b64decode(content.blob)
 
@@ -111,13 +114,17 @@ def mcp_view(index: SkillIndex, asked: list[str]) -> Served:
     async def main() -> Served:
         async with Client(create_server(index)) as client:
             request = types.Request[dict[str, Any] | None, str](method="skills/list", params={})
-            from pydantic import BaseModel, ConfigDict  # noqa: PLC0415
+            from pydantic import BaseModel, ConfigDict
 
             class Raw(BaseModel):
                 model_config = ConfigDict(extra="allow")
 
             entries = (await client.session.send_request(request, Raw)).model_dump()["skills"]
-            digests = {r["uri"]: r["digest"] for e in entries for r in e["resources"]}
+            digests: dict[str, str] = {}
+            for resource in (r for e in entries for r in e["resources"]):
+                # One URI, one file: a URI listed twice must at least be listed alike.
+                assert digests.setdefault(resource["uri"], resource["digest"]) == (
+                    resource["digest"]), resource["uri"]
             got: dict[str, str] = {}
             for entry in entries:
                 get = types.Request[dict[str, Any] | None, str](
@@ -134,6 +141,10 @@ def mcp_view(index: SkillIndex, asked: list[str]) -> Served:
     return anyio.run(main)
 
 
+def read_data(index: SkillIndex, uri: str) -> bytes:
+    return index.read(uri).data
+
+
 def every_surface(tree: Tree, uris: list[str]) -> tuple[Served, dict[str, dict[str, Any]]]:
     """For each URI: the library's read, the sqlite3 fast path's (None where it leaves the
     request to the library) and MCP's resources/read; with what MCP publishes."""
@@ -141,15 +152,15 @@ def every_surface(tree: Tree, uris: list[str]) -> tuple[Served, dict[str, dict[s
     with tree.open() as index:
         served = mcp_view(index, uris)
         for uri in dict.fromkeys([*served.digests, *uris]):
-            seen[uri] = {"library": outcome(lambda u=uri: index.read(u).data),
+            seen[uri] = {"library": outcome(partial(read_data, index, uri)),
                          "mcp": served.reads[uri]}
-    for uri in seen:
+    for uri, answers in seen.items():
         try:
             fast = oneshot.read(str(tree.config), db=tree.db, cwd=tree.base, index=None, uri=uri)
         except SkillIndexError as exc:
-            seen[uri]["fast"] = f"{REFUSED}: {type(exc).__name__}"
+            answers["fast"] = f"{REFUSED}: {type(exc).__name__}"
         else:
-            seen[uri]["fast"] = None if fast is None else fast.data
+            answers["fast"] = None if fast is None else fast.data
     return served, seen
 
 
@@ -268,6 +279,8 @@ def test_keep_all_serves_no_uri_that_names_two_skills(home: Path) -> None:
 # -- Every URI any surface publishes, on random trees --------------------------------------
 
 SEGMENTS = ["pdf", "user", "kit", "a", "SKILL.md", "forms.md", "test.user", "admin"]
+# Paths that make the URIs of the names above meet: a folder named like a skill, SKILL.md in it.
+PATHS = ["pdf/SKILL.md", "forms.md", "pdf/forms.md", "kit/pdf/SKILL.md", "user/pdf/SKILL.md"]
 NAMES = ["pdf", "user", "kit", "a", "admin", "test.user", "pdf:forms.md", "user:pdf",
          "kit:pdf", "pdf:SKILL.md", "a:b", "test.user:pdf"]
 
@@ -281,9 +294,11 @@ def trees(draw: st.DrawFn) -> dict[str, Any]:
     for number in range(draw(st.integers(1, 5))):
         root = draw(st.sampled_from(roots))[0]
         name = draw(st.sampled_from(NAMES))
-        extra = draw(st.lists(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3),
-                              max_size=3))
-        skills.append((root, f"s{number}", name, ["/".join(parts) for parts in extra]))
+        extra = draw(st.lists(st.one_of(
+            st.sampled_from(PATHS),
+            st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3).map("/".join)),
+            max_size=3))
+        skills.append((root, f"s{number}", name, extra))
     policy = draw(st.sampled_from(["precedence", "qualify", "keep-all", "reject-ambiguous"]))
     return {"roots": roots, "skills": skills, "policy": policy}
 
@@ -303,7 +318,7 @@ def build(base: Path, drawn: dict[str, Any]) -> Tree:
     return tree
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=trees())
 def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
         drawn: dict[str, Any]) -> None:
@@ -335,3 +350,58 @@ def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
         assert answers["mcp"] in (REFUSED, answers["library"]), (uri, answers)
     for uri, got in served.entries.items():
         assert got == uri
+
+
+# -- A rejected skill says so --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
+def test_reading_a_rejected_skill_says_it_was_rejected_and_why(home: Path, db_url: str) -> None:
+    tree = Tree(home, db_url, [Root("r", 10)])
+    tree.file("r/bad/SKILL.md", b"---\nname: bad\n---\n# no description\n")
+    tree.index()
+    text = tree.config.read_text().replace('validation = "lenient"', 'validation = "strict"')
+    tree.config.write_text(text)
+    with tree.open() as index:
+        index.reindex()
+        for uri in ("skill://bad", "skill://bad/SKILL.md"):
+            with pytest.raises(SkillRejectedError) as rejected:
+                index.read(uri)
+            assert str(rejected.value) == (
+                "skill bad was rejected (description-missing); `skillindex explain bad` says why")
+        with pytest.raises(SkillRejectedError):
+            index.skill_command("bad")
+        served = mcp_messages(index, "skill://bad/SKILL.md", "bad")
+        assert [e.outcome for e in index.audit()] == ["not-found", "not-found", "not-found",
+                                                      "not-found"]
+    assert all("skill bad was rejected (description-missing)" in m for m in served)
+
+
+def mcp_messages(index: SkillIndex, uri: str, name: str) -> list[str]:
+    """What MCP's resources/read of `uri` and its load_skill tool of `name` answer."""
+    async def main() -> list[str]:
+        async with Client(create_server(index)) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            tool = await client.call_tool("load_skill", {"name": name})
+            assert tool.is_error
+            text = tool.content[0]
+            assert isinstance(text, types.TextContent)
+            return [refused.value.error.message, text.text]
+    return anyio.run(main)
+
+
+def test_the_cli_says_a_rejected_skill_was_rejected(home: Path) -> None:
+    tree = Tree(home, str(home / "index.sqlite"), [Root("r", 10)])
+    long = "x" * 501
+    tree.file("r/bad/SKILL.md", f"---\nname: bad\ndescription: d\ncompatibility: {long}\n"
+              "license: [1]\n---\n# x\n".encode())
+    tree.write()
+    tree.config.write_text(tree.config.read_text().replace('"lenient"', '"strict"'))
+    with tree.open() as index:
+        index.reindex()
+    result = CliRunner().invoke(cli, ["--config", str(tree.config), "--db", tree.db,
+                                      "read", "skill://bad"])
+    assert result.exit_code == 3
+    assert result.stderr == ("skillindex: error: skill bad was rejected (field-type, "
+                             "compatibility-too-long); `skillindex explain bad` says why\n")
