@@ -67,6 +67,7 @@ from skillindex.query.admin import context_files, database_grants, migrate_datab
 from skillindex.query.catalog import SEARCH_COMMAND, Catalog
 from skillindex.query.contextfiles import find_context_files
 from skillindex.query.library import Library
+from skillindex.query.lock import LockEntries
 from skillindex.query.lockfile import LockDrift, LockEntry
 from skillindex.query.reader import Here
 from skillindex.query.report import Report
@@ -375,10 +376,11 @@ class SkillIndex:
         """The skills risk_policy = quarantine withholds here until approved."""
         return report_flow.quarantined(self._store, self._here)
 
-    def lock(self, previous: Mapping[str, LockEntry] | None = None) -> dict[str, LockEntry]:
+    def lock(self, previous: Mapping[str, LockEntry] | None = None) -> LockEntries:
         """Lock entries (`skills-lock.json`) for the catalog's winners, each folder hashed now.
 
-        A skill already in `previous` keeps its `source` and `sourceType` there.
+        A skill already in `previous` keeps its `source` and `sourceType` there. A skill whose
+        folder cannot be hashed is left out and named in `.unhashed`, with the reason.
         """
         return lock.lock(self._store, self._here, previous or {}, cwd=self.env.cwd)
 

@@ -295,8 +295,41 @@ def test_cli_lock_and_verify_lock(tmp_path: Path) -> None:
     assert json.loads(drift.output)["lock"] == [
         {"skill": "pdf", "problem": "changed", "locked": json.loads(lock_path.read_text())
          ["skills"]["pdf"]["computedHash"], "current": lockfile.computed_hash(
-             lockfile.folder_files(skills / "pdf", max_bytes=1 << 20))}]
+             lockfile.folder_files(skills / "pdf", max_bytes=1 << 20)), "reason": None}]
     assert world.run("verify", "--lock", str(tmp_path / "nope.json")).exit_code == 2
+
+
+@pytest.mark.parametrize("spoiler", ["not-utf8", "hidden-over-the-limit"])
+def test_one_skill_that_cannot_be_hashed_stops_neither_lock_nor_verify(tmp_path: Path,
+                                                                        spoiler: str) -> None:
+    world = make_world(tmp_path)
+    skills = world.cwd / ".claude" / "skills"
+    write_skill(skills, "good")
+    odd = write_skill(skills, "odd")
+    if spoiler == "not-utf8":
+        with open(os.fsencode(odd) + b"/caf\xe9.txt", "wb") as handle:
+            handle.write(b"bytes\n")
+    else:
+        (odd / ".cache").mkdir()
+        (odd / ".cache" / "blob").write_bytes(b"x" * 4096)
+    config = "[skills]\nmax_skill_bytes = 2048\n" if spoiler != "not-utf8" else ""
+    assert world.run("reindex", config=config).exit_code == 0
+    assert "odd" in world.run("list", config=config).stdout  # else there is nothing to lock
+
+    written = world.run("lock", config=config)
+    lock_path = world.cwd / "skills-lock.json"
+    assert written.exit_code == 1
+    assert written.stderr.startswith("skillindex: error: skill odd is not in the lock file: ")
+    assert written.stderr.count("\n") == 1 and "Traceback" not in written.output
+    assert list(json.loads(lock_path.read_text())["skills"]) == ["good"]
+
+    checked = world.run("--json", "verify", "--lock", str(lock_path), config=config)
+    assert checked.exit_code == 1
+    [drift] = json.loads(checked.stdout)["lock"]
+    assert (drift["skill"], drift["problem"], drift["locked"]) == ("odd", "unhashed", None)
+    assert drift["reason"]
+    text = world.run("verify", "--lock", str(lock_path), config=config)
+    assert text.exit_code == 1 and "odd: not hashed: " in text.stdout
 
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=8) | st.text("ab\"\\\n/é ", max_size=8)

@@ -135,6 +135,9 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
             table(["skill", "lock", "locked hash", "current hash"],
                   [[item.skill, item.problem, item.locked or "-", item.current or "-"]
                    for item in locked])
+            for item in locked:
+                if item.reason is not None:
+                    echo(f"{item.skill}: not hashed: {item.reason}")
             echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
                  f"--output {lock_path}` records them as they are now")
         else:

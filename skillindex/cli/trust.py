@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -11,13 +12,14 @@ from skillindex.cli.common import (
     cli,
     count,
     echo,
+    error_line,
     format_option,
     json_option,
     options_of,
     print_json,
     table,
 )
-from skillindex.errors import ConfigError
+from skillindex.errors import EXIT_ERROR, ConfigError
 from skillindex.index.risk import CODES
 from skillindex.query import lockfile
 
@@ -118,6 +120,7 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
     if target is None:
         for chunk in lockfile.chunks(entries):
             click.echo(chunk, nl=False)
+        _unhashed(ctx, entries.unhashed)
         return
     try:
         with target.open("w", encoding="utf-8") as handle:
@@ -126,6 +129,17 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
         raise ConfigError(f"cannot write the lock file: {exc.strerror}", source=str(target)) \
             from exc
     if options.json:
-        print_json({"path": str(target), "skills": {k: v.as_json() for k, v in entries.items()}})
+        print_json({"path": str(target), "skills": {k: v.as_json() for k, v in entries.items()},
+                    "unhashed": [item.as_dict() for item in entries.unhashed]})
     else:
         echo(f"wrote {target}: {len(entries)} skills")
+    _unhashed(ctx, entries.unhashed)
+
+
+def _unhashed(ctx: click.Context, unhashed: Sequence[lockfile.Unhashed]) -> None:
+    """Each skill left out of the lock file, on stderr; exit 1 when there is one."""
+    for item in unhashed:
+        click.echo(error_line(f"skill {item.skill} is not in the lock file: {item.reason}"),
+                   err=True)
+    if unhashed:
+        ctx.exit(EXIT_ERROR)

@@ -6,17 +6,34 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from skillindex.errors import FileReadError
 from skillindex.query import listing, lockfile
 from skillindex.query.library import Library
-from skillindex.query.lockfile import LockDrift, LockEntry
+from skillindex.query.lockfile import LockDrift, LockEntry, Unhashed
 from skillindex.query.reader import Here
+from skillindex.text import shown_name
+
+
+class LockEntries(dict[str, LockEntry]):
+    """The entries of a lock file, and the skills left out of it because their folder could
+    not be hashed (`unhashed`): one such skill does not stop the others."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unhashed: list[Unhashed] = []
 
 
 def lock(store: Library, here: Here, previous: Mapping[str, LockEntry], *,
-         cwd: Path) -> dict[str, LockEntry]:
+         cwd: Path) -> LockEntries:
     """The entries of the winners; a skill already in `previous` keeps its `source` and
     `sourceType` there."""
-    return dict(_entries(store, here, previous, cwd=cwd))
+    entries = LockEntries()
+    for name, entry in _entries(store, here, previous, cwd=cwd):
+        if isinstance(entry, Unhashed):
+            entries.unhashed.append(entry)
+        else:
+            entries[name] = entry
+    return entries
 
 
 def verify_lock(store: Library, here: Here, path: Path, *, cwd: Path) -> list[LockDrift]:
@@ -27,9 +44,16 @@ def verify_lock(store: Library, here: Here, path: Path, *, cwd: Path) -> list[Lo
 
 
 def _entries(store: Library, here: Here, previous: Mapping[str, LockEntry], *,
-             cwd: Path) -> Iterator[tuple[str, LockEntry]]:
+             cwd: Path) -> Iterator[tuple[str, LockEntry | Unhashed]]:
     limit = here.settings.max_skill_bytes
     for winner in listing.iter_winners(store, here, findings=False):
-        yield winner.name, lockfile.entry_for(winner.candidate.real_path, cwd=cwd,
-                                              previous=previous.get(winner.name),
-                                              max_bytes=limit)
+        try:
+            entry: LockEntry | Unhashed = lockfile.entry_for(
+                winner.candidate.real_path, cwd=cwd, previous=previous.get(winner.name),
+                max_bytes=limit)
+        except FileReadError as exc:
+            entry = Unhashed(winner.name, exc.message)
+        except OSError as exc:  # a folder of it could not be listed
+            entry = Unhashed(winner.name, f"cannot read {shown_name(str(exc.filename))}: "
+                             f"{exc.strerror or exc}")
+        yield winner.name, entry

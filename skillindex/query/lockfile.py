@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skillindex.errors import ConfigError, FileReadError
+from skillindex.text import is_text, shown_name
 
 VERSION = 1
 FILE_NAME = "skills-lock.json"
@@ -112,6 +113,17 @@ def _js_key_order(key: str) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class Unhashed:
+    """A skill whose folder cannot be hashed as the `skills` CLI hashes it, and why."""
+
+    skill: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"skill": self.skill, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class LockEntry:
     """One skill of a lock file: where it came from and the hash of its folder."""
 
@@ -144,6 +156,10 @@ def folder_files(skill_dir: Path, *, max_bytes: int) -> list[tuple[str, bytes]]:
             if entry.name not in SKIPPED_DIRS:
                 pending.append(_listing(Path(entry.path), rel + "/"))
         elif entry.is_file(follow_symlinks=False):
+            if not is_text(rel):
+                raise FileReadError(f"{shown_name(entry.path)}: a file name that is not UTF-8 "
+                                    "cannot be hashed as the skills CLI hashes it",
+                                    path=shown_name(entry.path))
             data = _read_regular(Path(entry.path), max_bytes=max_bytes - total)
             total += len(data)
             found.append((rel, data))
@@ -242,18 +258,22 @@ class LockDrift:
     """One difference between a lock file and the skills the index serves."""
 
     skill: str
-    problem: str  # added | removed | changed
+    problem: str  # added | removed | changed | unhashed
     locked: str | None
     current: str | None
 
+    reason: str | None = None  # why an `unhashed` skill could not be hashed
+
     def as_dict(self) -> dict[str, object]:
         return {"skill": self.skill, "problem": self.problem, "locked": self.locked,
-                "current": self.current}
+                "current": self.current, "reason": self.reason}
 
 
 def compare(locked: Mapping[str, LockEntry],
-            current: Iterable[tuple[str, LockEntry]]) -> list[LockDrift]:
-    """Skills added since the lock was written, removed from it, or whose folder changed.
+            current: Iterable[tuple[str, LockEntry | Unhashed]]) -> list[LockDrift]:
+    """Skills added since the lock was written, removed from it, whose folder changed, or
+    whose folder could not be hashed (`unhashed`, with the reason: the others are still
+    compared).
 
     `current` is (name, entry) pairs as they are hashed: only the drift and the names seen
     are kept."""
@@ -262,7 +282,10 @@ def compare(locked: Mapping[str, LockEntry],
     for name, entry in current:
         seen.add(name)
         old = locked.get(name)
-        if old is None:
+        if isinstance(entry, Unhashed):
+            drift.append(LockDrift(name, "unhashed", None if old is None else old.computed_hash,
+                                   None, entry.reason))
+        elif old is None:
             drift.append(LockDrift(name, "added", None, entry.computed_hash))
         elif old.computed_hash != entry.computed_hash:
             drift.append(LockDrift(name, "changed", old.computed_hash, entry.computed_hash))
