@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError, types
 
@@ -318,7 +318,20 @@ def build(base: Path, drawn: dict[str, Any]) -> Tree:
     return tree
 
 
+# The two trees of the review, drawn as the strategy would draw them: a project skill named
+# `pdf:forms.md` beside the admin `pdf`; under qualify, a user `pdf` beside a user skill `user`
+# holding the file pdf/SKILL.md.
+TAKEOVER = {"roots": [("admin", 200, "admin"), ("project", 70, "project")],
+            "skills": [("admin", "s0", "pdf", ["forms.md"]),
+                       ("project", "s1", "pdf:forms.md", [])], "policy": "precedence"}
+QUALIFIED = {"roots": [("admin", 200, "admin"), ("user", 100, "user")],
+             "skills": [("admin", "s0", "pdf", []), ("user", "s1", "pdf", []),
+                        ("user", "s2", "user", ["pdf/SKILL.md"])], "policy": "qualify"}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(drawn=TAKEOVER)
+@example(drawn=QUALIFIED)
 @given(drawn=trees())
 def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
         drawn: dict[str, Any]) -> None:
