@@ -4,7 +4,6 @@ publishes reads back, on every surface, as the bytes its digest describes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from skillindex.cli import cli
 from skillindex.query import oneshot
 from skillindex.serve.mcp import create_server
 from tests.conftest import isolate_home
+from tests.test_serve_mcp import content_bytes, sha256
 
 REFUSED = "refused"
 
@@ -80,24 +80,11 @@ class Tree:
             index.reindex()
 
 
-def sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def outcome(read: Callable[[], bytes]) -> bytes | str:
     try:
         return read()
     except SkillIndexError as exc:
         return f"{REFUSED}: {type(exc).__name__}"
-
-
-def content_bytes(result: types.ReadResourceResult) -> bytes:
-    (content,) = result.contents
-    if isinstance(content, types.TextResourceContents):
-        return content.text.encode("utf-8")
-    import base64
-
-    return base64.b64decode(content.blob)
 
 
 @dataclass
