@@ -139,7 +139,6 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
 def _unhashed(ctx: click.Context, unhashed: Sequence[lockfile.Unhashed]) -> None:
     """Each skill left out of the lock file, on stderr; exit 1 when there is one."""
     for item in unhashed:
-        click.echo(error_line(f"skill {item.skill} is not in the lock file: {item.reason}"),
-                   err=True)
+        echo(error_line(f"skill {item.skill} is not in the lock file: {item.reason}"), err=True)
     if unhashed:
         ctx.exit(EXIT_ERROR)
