@@ -219,3 +219,54 @@ def test_a_long_frontmatter_of_real_size_is_not_refused() -> None:
     assert result.findings == ()
     assert result.fields is not None
     assert len(result.fields["metadata"]) == 300
+
+
+# Values PyYAML's constructors cannot build, each raising below yaml.YAMLError.
+@pytest.mark.parametrize(("head", "tag", "value"), [
+    ("enabled: !!bool maybe", "!!bool", "maybe"),
+    ('x: !!int ""', "!!int", ""),
+    ("x: !!float _", "!!float", "_"),
+    ("x: !!timestamp nope", "!!timestamp", "nope"),
+    ("x: !!timestamp 0000-01-01", "!!timestamp", "0000-01-01"),
+    ("x: [a, {b: !!bool maybe}]", "!!bool", "maybe"),
+    ("!!int x: y", "!!int", "x"),
+    ('? !!float ""\n: y', "!!float", ""),
+], ids=["bool", "int", "float", "timestamp", "year-0", "nested", "key", "complex-key"])
+def test_a_tag_its_value_cannot_take_is_invalid_yaml(head: str, tag: str, value: str) -> None:
+    result = parse(f"---\nname: x\n{head}\n---\n".encode(), lenient=False)
+    assert result.fields is None
+    [finding] = result.findings
+    assert (finding.code, finding.severity) == ("yaml-invalid", "error")
+    assert f"a {tag} value cannot be {value!r}" in finding.message
+
+
+def test_lenient_mode_reads_a_line_with_such_a_tag_as_text() -> None:
+    result = parse(b"---\nname: x\nx: !!int \"\"\ny: !!bool maybe\n---\n", lenient=True)
+    assert codes(result) == ["yaml-repaired"]
+    assert result.fields == {"name": "x", "x": '!!int ""', "y": "!!bool maybe"}
+
+
+@pytest.mark.parametrize("number", [
+    "9" * 101, "-" + "9" * 4_500, "0x" + "f" * 4_500, "0" + "7" * 200, "0b" + "1" * 200,
+    "1" + ":59" * 40, "!!float 1" + ":59" * 400 + ".5", "!!int " + "9" * 101,
+    "1" + "0" * 200 + ".5",
+], ids=["decimal", "4500-digits", "hex", "octal", "binary", "base-60", "base-60-float",
+        "tagged", "float"])
+@pytest.mark.parametrize("place", ["value", "key", "nested"])
+@pytest.mark.parametrize("lenient", [False, True])
+def test_a_number_past_the_limit_is_refused(number: str, place: str, lenient: bool) -> None:
+    head = {"value": f"x: {number}", "key": f"? {number}\n: x",
+            "nested": f"x:\n  - {{a: [{number}]}}"}[place]
+    result = parse(f"---\nname: x\n{head}\n---\n".encode(), lenient=lenient)
+    assert result.fields is None
+    [finding] = result.findings
+    assert (finding.code, finding.severity) == ("number-too-large", "error")
+    assert f"the limit is {frontmatter.MAX_NUMBER_CHARS}" in finding.message
+
+
+def test_a_number_at_the_limit_is_kept() -> None:
+    result = parse(f"---\nname: x\nx: {'9' * 100}\ny: 0x{'f' * 98}\n---\n".encode(),
+                   lenient=False)
+    assert result.findings == ()
+    assert result.fields is not None
+    assert result.fields["x"] == int("9" * 100)

@@ -25,6 +25,18 @@ MAX_YAML_EVENTS = 2_000
 # What one parse costs at the least (making a parser, failing), counted in events.
 PARSE_COST = 20
 
+# A number written with more characters than this is refused: Python converts integers of more
+# than 4,300 digits neither from nor to text, JSON readers lose such numbers, and no host's
+# frontmatter holds one (hex and base-60 integers grow fastest: 100 characters stay far below).
+MAX_NUMBER_CHARS = 100
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+# What PyYAML's constructors raise, below yaml.YAMLError, for a value its tag cannot take:
+# `!!bool maybe` (KeyError), `!!int ""` (IndexError), `!!timestamp nope` (AttributeError),
+# `!!float 1:59:...` (OverflowError), `!!timestamp 0000-01-01` (ValueError).
+_CONSTRUCTION_ERRORS = (KeyError, IndexError, ValueError, AttributeError, TypeError,
+                        OverflowError, RecursionError)
+_SHORT_TAG = "tag:yaml.org,2002:"
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Linear by construction: the key's characters, the blanks and the colon are disjoint classes, and
 # the value is everything after the colon (its blanks are stripped by str methods, not a pattern).
@@ -44,6 +56,19 @@ class Frontmatter:
 
 class _TooLarge(yaml.YAMLError):
     """A document refused for its size or shape; refused outright, never repaired line by line."""
+
+    code = "yaml-invalid"
+
+
+class _NumberTooLarge(_TooLarge):
+    code = "number-too-large"
+
+
+def _number_refused(node: yaml.Node) -> _NumberTooLarge | None:
+    if node.tag in _NUMBER_TAGS and len(node.value) > MAX_NUMBER_CHARS:
+        return _NumberTooLarge(f"frontmatter holds a number of {len(node.value)} characters; "
+                               f"the limit is {MAX_NUMBER_CHARS}")
+    return None
 
 
 @dataclass(slots=True)
@@ -82,6 +107,10 @@ def _measure(root: yaml.Node) -> tuple[int, int, int]:
             continue
         if key in active:
             raise _TooLarge("YAML contains a recursive alias")
+        if isinstance(node, yaml.ScalarNode):
+            refused = _number_refused(node)
+            if refused is not None:
+                raise refused
         active.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
@@ -106,6 +135,10 @@ def _tree_size(root: yaml.Node) -> int:
                     below.append(value)
             elif isinstance(node, yaml.SequenceNode):
                 below.extend(node.value)
+            else:
+                refused = _number_refused(node)
+                if refused is not None:
+                    raise refused
         level = below
     return count
 
@@ -165,13 +198,40 @@ def load_yaml(text: str, budget: _Budget | None = None) -> Any:
         # nodes are measured once and their expansion computed without expanding.
         nodes = _measure(node)[2] if "*" in text else _tree_size(node)
         budget.charge(2 * nodes)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except _CONSTRUCTION_ERRORS as exc:
+            raise _unconstructible(node) from exc
     except yaml.YAMLError as exc:
         if "maximum nesting depth" in str(exc):  # libyaml's own bound, below ours or not
             raise _TooLarge(_too_deep()) from None
         raise
     finally:
         loader.dispose()
+
+
+def _unconstructible(root: yaml.Node) -> yaml.YAMLError:
+    """The YAML error of a document one of whose values its tag cannot take, naming the first
+    such value (looked for only once the document failed: the common path pays nothing)."""
+    constructor = yaml.constructor.SafeConstructor()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                constructor.construct_object(node)
+            except yaml.YAMLError:
+                continue
+            except _CONSTRUCTION_ERRORS:
+                tag = str(node.tag).replace(_SHORT_TAG, "!!")
+                shown = repr(node.value) if len(repr(node.value)) <= 40 \
+                    else repr(node.value)[:39] + "…"
+                return yaml.constructor.ConstructorError(
+                    None, None, f"a {tag} value cannot be {shown}", node.start_mark)
+        else:
+            stack.extend(reversed(_children(node)))
+    return yaml.constructor.ConstructorError(None, None, "a value cannot be constructed",
+                                             root.start_mark)
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -255,13 +315,13 @@ def parse(data: bytes, *, lenient: bool) -> Frontmatter:
     try:
         fields = load_yaml(head, budget)
     except _TooLarge as exc:
-        return Frontmatter(None, body, (_error("yaml-invalid", str(exc)),))
+        return Frontmatter(None, body, (_error(exc.code, str(exc)),))
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         problem = _yaml_problem(exc)
         try:
             repaired = repair(head, budget) if lenient else None
         except _TooLarge as too_large:
-            return Frontmatter(None, body, (_error("yaml-invalid", str(too_large)),))
+            return Frontmatter(None, body, (_error(too_large.code, str(too_large)),))
         if repaired is None:
             return Frontmatter(None, body, (_error("yaml-invalid", f"invalid YAML: {problem}"),))
         warning = Finding("yaml-repaired", Severity.WARNING,
