@@ -88,6 +88,10 @@ CODES: dict[str, Code] = {
         "A file is over the size limit",
         "SKILL.md is refused over 1 MiB (its frontmatter over 64 KiB); any other file over "
         "16 MiB is listed by its size but never read or handed to a model."),
+    "number-too-large": Code(
+        "A number too long to read",
+        "A number written with more than 100 characters (a huge integer key or value, a long "
+        "hex or base-60 number) is refused in both modes; quote it to keep it as text."),
     "skill-too-large": Code(
         "The skill is over the size limits",
         "A skill holds at most 512 files and 16 MiB in all (the MCP skills extension's "
