@@ -220,3 +220,12 @@ class AuditUnwritableError(RefusedError):
                          f"({said}); nothing was handed over")
         self.database = database
         self.said = said
+
+
+def describe(exc: BaseException, *, limit: int = 200) -> str:
+    """An exception nobody foresaw, as one bounded line: its type and the start of its message
+    (what a finding, a withheld skill or a drift item can carry without quoting a whole file)."""
+    message = " ".join(str(exc).split())
+    if len(message) > limit:
+        message = message[:limit - 1] + "…"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from skillindex.index import parallel, policy
+from skillindex.index.barrier import INTERNAL_ERROR, internal_error
 from skillindex.index.judge import Row, judge
 from skillindex.index.scanner import (
     KnownFile,
@@ -157,6 +158,7 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
     write = RootWrite(spec, True, result.problems, partial=only)
     seen: set[str] = set()
     shards: Iterator[parallel.Shard] = iter(())
+    new: list[str] = []
     walk_only = only
     if workers is not None:
         names, new = parallel.split_entries(str(spec.path),
@@ -178,21 +180,46 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
         stage.add(str(spec.path), row, previous, findings, resources)
         write.staged += 1
 
-    for scan in scan_root(spec, result, root_known, rules_key, lookup, walk_only,
-                          limits=limits):
-        seen.add(scan.rel_dir)
-        counts["seen"] += 1
-        counts["files_read"] += scan.files_read
-        if scan.unchanged:
-            counts["unchanged"] += 1
-            counts["rejected"] += scan.known is not None and scan.known.rejected
-        else:
-            row, findings, resources = judge(scan, spec)
-            staged(scan.rel_dir, row, findings, resources,
-                   None if scan.known is None else scan.known.candidate_id, scan.same_content)
-        if progress is not None:
-            progress(counts["seen"], expected, str(spec.path))
-    for shard in shards:
+    def walk(entries: frozenset[str] | None, known: Mapping[str, KnownSkill]) -> bool:
+        """Walk (these entries of) the root, staging every changed skill; False when the walk
+        itself failed (each skill's work has a barrier of its own): what it did not reach is
+        left as stored, and the root records the problem. Store errors are not the walk's."""
+        scans = scan_root(spec, result, known, rules_key, lookup, entries, limits=limits)
+        while True:
+            try:
+                scan = next(scans, None)
+            except Exception as exc:  # the barrier of the root
+                result.problems.append(ScanProblem(
+                    spec.path, spec.path, INTERNAL_ERROR,
+                    internal_error(exc, "walking the root").message))
+                return False
+            if scan is None:
+                return True
+            seen.add(scan.rel_dir)
+            counts["seen"] += 1
+            counts["files_read"] += scan.files_read
+            if scan.unchanged:
+                counts["unchanged"] += 1
+                counts["rejected"] += scan.known is not None and scan.known.rejected
+            else:
+                row, findings, resources = judge(scan, spec)
+                staged(scan.rel_dir, row, findings, resources,
+                       None if scan.known is None else scan.known.candidate_id,
+                       scan.same_content)
+            if progress is not None:
+                progress(counts["seen"], expected, str(spec.path))
+
+    whole = walk(walk_only, root_known)
+    done = 0  # entries of `new` whose shards were staged
+    while True:
+        try:
+            shard = next(shards, None)
+        except Exception:  # the pool broke (a worker died): the rest is walked here
+            whole = walk(frozenset(new[done:]), {}) and whole
+            break
+        if shard is None:
+            break
+        done += parallel.SHARD
         result.problems.extend(shard.problems)
         for item in shard.judged:
             seen.add(item.rel_dir)
@@ -202,7 +229,7 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
     gone = [skill.candidate_id for rel, skill in root_known.items()
-            if rel not in seen and (only is None or rel.split("/", 1)[0] in only)]
+            if whole and rel not in seen and (only is None or rel.split("/", 1)[0] in only)]
     counts["removed"] += len(gone)
     write.removed.extend(gone)
     write.present = result.present

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from typing import Any
 
 from skillindex.index import frontmatter, policy, risk, searchtext
+from skillindex.index.barrier import internal_error
 from skillindex.index.scanner import ENTRY, SkillScan
-from skillindex.model import RootSpec, Severity, Status
+from skillindex.index.skilldir import unsettled
+from skillindex.model import Finding, RootSpec, Severity, Status
 
 Row = dict[str, Any]
 
@@ -32,8 +35,33 @@ def risks_of(scan: SkillScan) -> list[risk.Risk]:
 
 
 def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
-    """The candidate row, its findings and its manifest, ready to be staged."""
-    verdict, parsed = verdict_of(scan, spec)
+    """The candidate row, its findings and its manifest, ready to be staged.
+
+    Whatever goes wrong on the way (parsing, the rules, the rows) is a finding of this skill,
+    which is rejected with it: one skill never stops a reindex."""
+    try:
+        verdict, parsed = verdict_of(scan, spec)
+        return _rows(scan, verdict, parsed)
+    except Exception as exc:  # the barrier: anything no rule foresaw
+        return failed(scan, spec, internal_error(exc, "judging the skill"))
+
+
+def failed(scan: SkillScan, spec: RootSpec, finding: Finding) -> tuple[Row, list[Row], list[Row]]:
+    """The rows of a skill whose work failed: rejected with `finding`, and keyed so that the
+    next reindex does the work again."""
+    verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
+                             Status.REJECTED, (finding,))
+    try:
+        row, findings, resources = _rows(scan, verdict, None)
+    except Exception:  # the scan itself cannot be written: the skill alone, no manifest
+        row, findings, resources = _rows(
+            SkillScan(scan.rel_dir, scan.directory, scan.real_dir, scan.known), verdict, None)
+    row["tree_key"] = unsettled(scan.tree_key)
+    return row, findings, resources
+
+
+def _rows(scan: SkillScan, verdict: policy.Verdict, parsed: frontmatter.Frontmatter | None,
+          ) -> tuple[Row, list[Row], list[Row]]:
     fields = None if parsed is None else parsed.fields
     body = "" if parsed is None else parsed.body
     entry = scan.entry_stat
@@ -95,12 +123,19 @@ def storable(text: str | None) -> str | None:
     return _UNSTORABLE.sub(_escape_unstorable, text)
 
 
+_NON_FINITE = {math.inf: ".inf", -math.inf: "-.inf"}
+
+
 def _plain(value: Any) -> Any:
     """YAML values as JSON can hold them: keys become strings, dates and sets readable text."""
     if isinstance(value, dict):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [_plain(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no infinity or NaN (a strict reader, a host's JSON.parse, refuses Python's
+        # `Infinity`): kept as YAML spells them.
+        return _NON_FINITE.get(value, ".nan")
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
@@ -128,10 +163,11 @@ def _json_text(fields: dict[str, Any]) -> str:
     # Most frontmatter is JSON already: let the C encoder try first, and rewrite the value only
     # when it must (keys that are not strings, or that cannot be sorted together).
     try:
-        return json.dumps(fields, ensure_ascii=False, sort_keys=True, default=_json_default)
+        return json.dumps(fields, ensure_ascii=False, sort_keys=True, default=_json_default,
+                          allow_nan=False)
     except (TypeError, ValueError, RecursionError):  # the parser bounds nesting; belt and braces
         pass
     try:
-        return json.dumps(_plain(fields), ensure_ascii=False, sort_keys=True)
+        return json.dumps(_plain(fields), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (RecursionError, ValueError):
         return json.dumps({"unstorable": "frontmatter nests too deeply to store"})

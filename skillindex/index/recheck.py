@@ -202,8 +202,15 @@ def _walk(roots: Sequence[RootSpec], stored: StoredRoots,
         known = stored.known.get(path, {})
         result = RootScan(spec)
         seen = 0
-        for scan in scan_root(spec, result, known, policy.rules_key(spec), _unread, only,
-                              limits=limits):
+        scans = scan_root(spec, result, known, policy.rules_key(spec), _unread, only,
+                          limits=limits)
+        while True:
+            try:
+                scan = next(scans, None)
+            except Exception:  # the walk of the root failed: the indexer records how
+                return None
+            if scan is None:
+                break
             if not scan.unchanged or scan.known is None:
                 return None
             seen += 1

@@ -8,12 +8,14 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillindex.index.barrier import INTERNAL_ERROR, internal_error
 from skillindex.index.skilldir import (
     ENTRY,
     MAX_ENTRY_BYTES,
     FileLookup,
     SkillScan,
     by_name,
+    failed_scan,
     is_inside,
     list_dir,
     realpath,
@@ -108,7 +110,12 @@ class _RootWalk:
             if entry is None:
                 stack.pop()
                 continue
-            found = self.visit(entry, frame)
+            try:
+                found = self.visit(entry, frame)
+            except Exception as exc:  # the barrier: the entry is a problem, the walk goes on
+                self.problem(entry.path, INTERNAL_ERROR,
+                             internal_error(exc, "walking the folder").message)
+                continue
             if isinstance(found, SkillScan):
                 yield found
             elif found is not None:
@@ -149,9 +156,12 @@ class _RootWalk:
             return None
         child_rel = f"{frame.rel}{name}"
         if ENTRY in map(by_name, children):
-            return scan_skill(child_rel, entry.path, child_real, children,
-                              self.known.get(child_rel), self.rules_key, self.lookup,
-                              self.limits)
+            known = self.known.get(child_rel)
+            try:
+                return scan_skill(child_rel, entry.path, child_real, children, known,
+                                  self.rules_key, self.lookup, self.limits)
+            except Exception as exc:  # the barrier: this skill is rejected, the walk goes on
+                return failed_scan(child_rel, entry.path, child_real, known, exc)
         if frame.depth >= self.spec.max_depth:
             return None
         children.sort(key=by_name)  # groups are walked in a deterministic order

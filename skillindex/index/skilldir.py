@@ -12,6 +12,7 @@ from pathlib import Path
 
 import xxhash
 
+from skillindex.index.barrier import internal_error
 from skillindex.index.dialect import CODEX_SIDECAR
 from skillindex.index.hashing import SkillDir, SpecialFileError, file_stat, same_file_version
 from skillindex.model import (
@@ -296,7 +297,7 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
     except OSError as exc:
         scan.entry_problem = Finding("unreadable", Severity.ERROR,
                                      f"cannot open the skill directory: {exc.strerror or exc}")
-        scan.tree_key = _unsettled(tree_key)
+        scan.tree_key = unsettled(tree_key)
         return scan
     with skill:
         settled = _read_files(scan, skill, listing, previous, limits)
@@ -307,12 +308,21 @@ def scan_skill(rel_dir: str, directory: str, real_dir: str, entries: list[os.Dir
     if not settled:
         # What was read is not what was listed (it changed meanwhile): the next reindex must
         # not take this record for current.
-        scan.tree_key = _unsettled(tree_key)
+        scan.tree_key = unsettled(tree_key)
     return scan
 
 
-def _unsettled(tree_key: str) -> str:
-    return xxhash.xxh3_128_hexdigest(f"unsettled\0{tree_key}".encode())
+def unsettled(tree_key: str) -> str:
+    """A key no listing computes: the skill is read and judged again at the next reindex."""
+    return xxhash.xxh3_128_hexdigest(f"unsettled\0{tree_key}".encode("utf-8", "surrogatepass"))
+
+
+def failed_scan(rel_dir: str, directory: str, real_dir: str, known: KnownSkill | None,
+                exc: Exception) -> SkillScan:
+    """A skill whose listing or reading failed in a way no rule foresaw: rejected with the
+    failure, and scanned again at the next reindex."""
+    return SkillScan(rel_dir, directory, real_dir, known, unsettled(f"failed\0{rel_dir}"),
+                     entry_problem=internal_error(exc, "reading the skill"))
 
 
 def _record_unread(scan: SkillScan, listing: _Listing) -> None:
