@@ -560,10 +560,12 @@ class DriftItem:
     resource: str
     problem: Drift
     path: Path
+    detail: str | None = None  # why a skill could not be verified (a failure no rule foresaw)
 
     def as_dict(self) -> dict[str, str]:
-        return {"skill": self.skill, "resource": self.resource, "problem": str(self.problem),
-                "path": str(self.path)}
+        shown = {"skill": self.skill, "resource": self.resource, "problem": str(self.problem),
+                 "path": str(self.path)}
+        return shown if self.detail is None else {**shown, "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)

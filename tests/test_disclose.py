@@ -784,3 +784,26 @@ def test_a_file_over_the_size_limit_is_never_disclosed(tmp_path: Path, db_url: s
     assert index.verify().ok
     index.close()
 
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite"])  # PostgreSQL text cannot hold the NUL at all
+def test_a_skill_that_cannot_be_verified_is_reported_and_the_others_are_verified(
+        tmp_path: Path, open_index: OpenIndex) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "good")
+    write_skill(root, "broken")
+    index = open_index(root)
+    index.reindex()
+    with index.engine.begin() as connection:  # a row no reindex writes: edited by hand
+        connection.execute(text("UPDATE candidate SET real_path = :path WHERE name = 'broken'"),
+                           {"path": f"{root}/bro\x00ken"})
+    (root / "good" / "SKILL.md").write_text("---\nname: good\ndescription: Changed.\n---\n")
+
+    report = index.verify()
+
+    assert sorted((d.skill, d.resource, d.problem) for d in report.drift) == [
+        ("broken", "", Drift.CHANGED), ("good", "SKILL.md", Drift.CHANGED)]
+    [broken] = [d for d in report.drift if d.skill == "broken"]
+    assert broken.detail is not None
+    assert broken.detail.startswith("could not be verified: ValueError: embedded null byte")
+    assert broken.as_dict()["detail"] == broken.detail

@@ -68,3 +68,23 @@ def test_paths_are_quoted_as_quote_would(path: str) -> None:
     from urllib.parse import quote
 
     assert skills._quoted(path) == quote(path, safe="/")
+
+
+def test_a_skill_that_cannot_be_published_is_withheld_and_the_others_served() -> None:
+    def manifests() -> Iterator[StoredSkill]:
+        yield StoredSkill("first", "key", {"name": "first", "description": "One."},
+                          (ManifestFile("SKILL.md", 10, "0" * 32, "a" * 64),))
+        # A row no reindex writes (edited by hand): a file without a path.
+        yield StoredSkill("broken", "key", {"name": "broken", "description": "Two."},
+                          (ManifestFile("SKILL.md", 10, "0" * 32, "b" * 64),
+                           ManifestFile(None, 3, "0" * 32, "c" * 64)))  # type: ignore[arg-type]
+        yield StoredSkill("last", "key", {"name": "last", "description": "Three."},
+                          (ManifestFile("SKILL.md", 10, "0" * 32, "d" * 64),))
+
+    publication = skills.Publication("g", manifests()).complete()
+
+    assert [skill.name for skill in publication.skills] == ["first", "last"]
+    [withheld] = publication.withheld
+    assert withheld.name == "broken"
+    assert withheld.reason.startswith("it cannot be published: AttributeError")
+    assert not [uri for uri in publication.files if "broken" in uri]

@@ -23,6 +23,7 @@ from skillindex.errors import (
     ResourceNotFoundError,
     TooLargeError,
     UnindexedFileError,
+    describe,
 )
 from skillindex.index import hashing, skillmd
 from skillindex.index.skilldir import ENTRY, realpath, skill_files
@@ -493,20 +494,31 @@ def verify(candidates: Sequence[Candidate],
     for candidate in candidates:
         name = candidate.name or candidate.directory.name
         manifest = manifests.get(candidate.id, ())
-        for entry in manifest:
-            files += 1
-            problem = _drift(candidate.real_path, entry, skill=name)
-            if problem is not None:
-                drift.append(DriftItem(name, entry.rel_path, problem,
-                                       candidate.directory / entry.rel_path))
+        files += len(manifest)
         try:
-            present = skill_files(candidate.real_path, limits)
-        except OSError:
-            continue  # the directory is gone or unreadable: its files are already missing
-        known = {entry.rel_path for entry in manifest}
-        drift.extend(DriftItem(name, rel, Drift.UNEXPECTED, candidate.directory / rel)
-                     for rel in sorted(present - known))
+            drift.extend(_skill_drift(candidate, name, manifest, limits))
+        except Exception as exc:  # the barrier: this skill is reported, the others verified
+            drift.append(DriftItem(name, "", Drift.CHANGED, candidate.directory,
+                                   f"could not be verified: {describe(exc)}"))
     return VerifyReport(skills=len(candidates), files=files, drift=tuple(drift))
+
+
+def _skill_drift(candidate: Candidate, name: str, manifest: Sequence[ManifestFile],
+                 limits: Limits) -> list[DriftItem]:
+    drift = []
+    for entry in manifest:
+        problem = _drift(candidate.real_path, entry, skill=name)
+        if problem is not None:
+            drift.append(DriftItem(name, entry.rel_path, problem,
+                                   candidate.directory / entry.rel_path))
+    try:
+        present = skill_files(candidate.real_path, limits)
+    except OSError:
+        return drift  # the directory is gone or unreadable: its files are already missing
+    known = {entry.rel_path for entry in manifest}
+    drift.extend(DriftItem(name, rel, Drift.UNEXPECTED, candidate.directory / rel)
+                 for rel in sorted(present - known))
+    return drift
 
 
 def _drift(real_dir: Path, entry: ManifestFile, *, skill: str) -> Drift | None:

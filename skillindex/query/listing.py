@@ -167,7 +167,10 @@ def generation(store: Library, here: Here) -> str:
 
 
 def _object(text: str | None) -> dict[str, object]:
-    value = None if text is None else json.loads(text)
+    try:
+        value = None if text is None else json.loads(text)
+    except (ValueError, RecursionError):  # a row edited by hand: served as no frontmatter
+        return {}
     return value if isinstance(value, dict) else {}
 
 

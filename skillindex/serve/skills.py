@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from skillindex.errors import describe
 from skillindex.model import SkillManifest, StoredSkill
 from skillindex.query.disclose import SCHEME, skill_path
 from skillindex.query.resolve import Names
@@ -117,13 +118,21 @@ class Publication:
         return self.by_name.get(name)
 
     def _add(self, manifest: SkillManifest | StoredSkill) -> None:
-        reason = withheld_reason(manifest)
-        if self._names.meets(manifest.name):
-            reason = self._collide(manifest.name)
-        self._names.update([manifest.name])
-        if reason is not None:
-            self._withhold(manifest.name, reason)
-            return
+        try:
+            reason = withheld_reason(manifest)
+            if self._names.meets(manifest.name):
+                reason = self._collide(manifest.name)
+            self._names.update([manifest.name])
+            if reason is None:
+                self._publish(manifest)
+                return
+        except Exception as exc:  # the barrier: this skill is withheld, the others served
+            reason = f"it cannot be published: {describe(exc)}"
+        self._withhold(manifest.name, reason)
+
+    def _publish(self, manifest: SkillManifest | StoredSkill) -> None:
+        # Nothing is kept until every part of the skill is built: a failure leaves no trace.
+        files: dict[str, ServedFile] = {}
         resolution = manifest.resolution if isinstance(manifest, StoredSkill) else None
         base = base_uri(manifest.name)
         resources = []
@@ -135,7 +144,7 @@ class Publication:
             if path is None:
                 path = self._quoted[rel] = _quoted(rel)
             uri = f"{base}/{path}"
-            self.files[uri] = ServedFile(uri, manifest.name, rel, resolution)
+            files[uri] = ServedFile(uri, manifest.name, rel, resolution)
             resources.append({"uri": uri, "digest": f"sha256:{entry.sha256}",
                               "size": entry.size})
         skill_uri = f"{base}/{SKILL_MD}"
@@ -143,6 +152,7 @@ class Publication:
         skill = Published(manifest.name, skill_uri, str(manifest.frontmatter["description"]),
                           entry_of, tuple(entry.rel_path for entry in manifest.files),
                           resolution)
+        self.files.update(files)
         self.by_uri[skill_uri] = skill
         self.by_name[skill.name] = skill
         self.by_base[base] = skill
