@@ -69,7 +69,9 @@ def since_of(value: datetime | str | None) -> datetime | None:
 
 def stored_time(value: datetime) -> str:
     """The text a SQLite database keeps for this time (see STORED_TIME)."""
-    return utc(value).strftime(STORED_TIME)
+    moment = utc(value)
+    # `%Y` leaves a year before 1000 unpadded on some platforms: the text would not sort.
+    return f"{moment.year:04d}{moment.strftime(STORED_TIME[2:])}"
 
 
 def time_text(value: object) -> str:
