@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -202,6 +204,62 @@ def config_path(explicit: str | Path | None, env: Environment) -> tuple[Path | N
     return default_config_path(env), False
 
 
+# What SQLAlchemy's SQLite driver converts from a URL's query, and to what: any other value of
+# these (`?timeout=abc`, `?check_same_thread=maybe`) stops it with a ValueError.
+_SQLITE_QUERY = {"timeout": "number", "detect_types": "integer", "cached_statements": "integer",
+                 "check_same_thread": "boolean", "uri": "boolean", "isolation_level": "text"}
+# What libpq takes as a whole number; the others it checks itself, with a message of its own.
+_POSTGRESQL_QUERY = {"connect_timeout": "integer", "port": "integer", "keepalives": "integer",
+                     "keepalives_idle": "integer", "keepalives_interval": "integer",
+                     "keepalives_count": "integer", "tcp_user_timeout": "integer"}
+_BOOLEANS = {"true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0"}
+
+
+def check_database_url(value: str) -> None:
+    """Refuse (ConfigError) a database URL its driver would choke on before connecting: bytes
+    that are not UTF-8, a port that is not a number from 1 to 65535, a query key given twice,
+    or a query value of the wrong kind for what the driver converts. A plain path is a SQLite
+    file and any path will do."""
+    if "://" not in value:
+        return
+    scheme = value.split("://", 1)[0].lower()
+    shown = f"database URL {scheme}://…"
+    try:
+        value.encode("utf-8")
+        parts = urllib.parse.urlsplit(value)
+        port = parts.port
+    except UnicodeEncodeError:
+        raise ConfigError(f"the {shown} holds bytes that are not UTF-8") from None
+    except ValueError as exc:
+        raise ConfigError(f"the {shown} is malformed: {exc} (the port must be a number from "
+                          "1 to 65535)") from None
+    if port == 0:
+        raise ConfigError(f"the {shown} names port 0; the port must be from 1 to 65535")
+    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+    kinds = (_SQLITE_QUERY if scheme.startswith("sqlite") else
+             _POSTGRESQL_QUERY if scheme.startswith("postgres") else {})
+    for key, values in query.items():
+        if len(values) > 1:
+            raise ConfigError(f"the {shown} gives {key!r} {len(values)} times")
+        kind = kinds.get(key)
+        if kind is not None and not _of_kind(values[0], kind):
+            raise ConfigError(f"the {shown} sets {key} to {values[0][:40]!r}, which is not "
+                              f"{'an' if kind == 'integer' else 'a'} {kind}")
+
+
+def _of_kind(text: str, kind: str) -> bool:
+    if kind == "boolean":
+        return text.strip().lower() in _BOOLEANS
+    if kind == "integer":
+        return text.strip().lstrip("+-").isdigit() and len(text) <= 19
+    if kind == "number":
+        try:
+            return math.isfinite(float(text)) and float(text) >= 0
+        except ValueError:
+            return False
+    return True
+
+
 def database_url(explicit: str | None, env: Environment) -> str:
     """A URL, or a plain path meaning a SQLite file; else the default file under XDG_DATA_HOME."""
     if explicit is not None and not explicit.strip():
@@ -210,6 +268,12 @@ def database_url(explicit: str | None, env: Environment) -> str:
     value = explicit or env.database
     if not value:
         return f"sqlite:///{env.data_home / 'skillindex' / 'index.sqlite'}"
+    try:
+        check_database_url(value)
+    except ConfigError as exc:
+        if explicit:
+            raise
+        raise ConfigError(f"$SKILLINDEX_DB: {exc.message}") from None
     if "://" in value:
         return value
     path = Path(value).expanduser()
@@ -239,6 +303,7 @@ def load_settings(explicit: str | Path | None, env: Environment) -> Settings:
 
 def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -> Settings:
     """Build Settings from a parsed TOML document; any unknown key is an error that names it."""
+    _refuse_nul(document, source)
     unknown = set(document) - _TOP_LEVEL_KEYS
     if unknown:
         raise ConfigError(f"unknown top-level key {sorted(unknown)[0]!r} (expected [skills], "
@@ -294,6 +359,26 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
             raise ConfigError(f"skills.context_files holds {file_name!r}; each entry must be a "
                               "file name such as AGENTS.md", source=source, key="context_files")
     return settings
+
+
+def _refuse_nul(document: Mapping[str, Any], source: str) -> None:
+    """No setting may hold NUL (U+0000), in a key or a value at any depth: no path, name or
+    glob can (the system calls and PostgreSQL refuse it), and it would only cut text short."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                label = f"{where}.{key}" if where else str(key)
+                if "\0" in str(key):
+                    raise ConfigError(f"setting {label!r} holds NUL (U+0000)", source=source,
+                                      key=str(key))
+                stack.append((label, item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{number}]", item) for number, item in enumerate(value, 1))
+        elif isinstance(value, str) and "\0" in value:
+            raise ConfigError(f"{where} holds NUL (U+0000), which no path or name can hold",
+                              source=source, key=where.rsplit(".", 1)[-1])
 
 
 def _suggest(key: str) -> str:

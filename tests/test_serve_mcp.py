@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from skillindex.api import SkillIndex
 from skillindex.cli import cli
-from skillindex.cli.serve import parse_listen
+from skillindex.cli.params import LISTEN
 from skillindex.config import Environment
 from skillindex.model import ManifestFile, SkillManifest, Validation
 from skillindex.serve import mcp, skills
@@ -501,7 +501,7 @@ def test_without_the_extra_serve_says_how_to_install_it(tmp_path: Path) -> None:
     ("8765", ("127.0.0.1", 8765)), ("0.0.0.0:80", ("0.0.0.0", 80)),
     ("[::1]:8765", ("::1", 8765))], ids=["host-port", "port-only", "bare-port", "any", "ipv6"])
 def test_http_addresses_default_to_this_machine(value: str, address: tuple[str, int]) -> None:
-    assert parse_listen(value) == address
+    assert LISTEN.convert(value, None, None) == address
 
 
 @pytest.mark.parametrize("value", ["host", "host:", "host:99999", "host:-1"])
@@ -509,7 +509,7 @@ def test_a_bad_http_address_is_a_usage_error(value: str) -> None:
     import click
 
     with pytest.raises(click.BadParameter):
-        parse_listen(value)
+        LISTEN.convert(value, None, None)
 
 
 def test_over_streamable_http_on_this_machine(tmp_path: Path,

@@ -7,19 +7,22 @@ import sys
 import click
 
 from skillindex import text as escape
+from skillindex.cli import params
 from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 
 
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["xml", "markdown", "json"]), default="xml",
               show_default=True, help="xml = <available_skills>; markdown = a # Skills section.")
-@click.option("--max-chars", type=click.IntRange(min=0), help="Character budget of the text.")
-@click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
+@click.option("--max-chars", type=params.CHARS, metavar="N",
+              help="Character budget of the text.")
+@click.option("--context-window", type=params.TOKENS, metavar="TOKENS",
               help="Budget as 2% of this many tokens at 4 characters a token.")
 @click.option("--no-read-tool", is_flag=True,
               help="The host has no read tool to load skills with: print no catalog.")
-@click.option("--session", metavar="ID", help="Record the publication for this session.")
-@click.option("--query", metavar="TEXT",
+@click.option("--session", metavar="ID", type=params.SESSION,
+              help="Record the publication for this session.")
+@click.option("--query", metavar="TEXT", type=params.TEXT,
               help="Rank by relevance to TEXT: the best matches keep their descriptions.")
 @click.option("--files", "files", metavar="PATH", multiple=True,
               help="A file the work touches (repeat it): a skill whose paths or globs match "

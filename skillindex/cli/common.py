@@ -22,6 +22,7 @@ import click
 
 from skillindex import __version__
 from skillindex import text as escape
+from skillindex.cli import params
 from skillindex.errors import EXIT_ERROR, EXIT_OK, ReadOnlyIndexWarning, SkillIndexError
 
 if TYPE_CHECKING:  # typing only, without importing SQLAlchemy at start-up
@@ -294,26 +295,21 @@ format_option = click.option(
     "annotations).")
 
 
-session_option = click.option("--session", "session_id", metavar="ID",
+session_option = click.option("--session", "session_id", metavar="ID", type=params.SESSION,
                               help="The agent session this belongs to (kept in the audit log).")
 
 
-def _not_empty(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise click.BadParameter("must be a database URL or a file path, not empty",
-                                 param=param)
-    return value
-
-
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", metavar="PATH", help="Settings file (else $SKILLINDEX_CONFIG, else "
+@click.option("--config", metavar="PATH", type=params.path(),
+              help="Settings file (else $SKILLINDEX_CONFIG, else "
               "$XDG_CONFIG_HOME/skillindex/config.toml).")
-@click.option("--db", metavar="URL", callback=_not_empty,
+@click.option("--db", metavar="URL", type=params.DATABASE,
               help="Database URL or SQLite file (else $SKILLINDEX_DB, "
               "else $XDG_DATA_HOME/skillindex/index.sqlite).")
-@click.option("--cwd", metavar="DIR", type=click.Path(file_okay=False, exists=True),
+@click.option("--cwd", metavar="DIR", type=params.path(file_okay=False, exists=True),
               help="Working directory whose project roots apply (default: the current one).")
-@click.option("--index", "index", metavar="NAME", help="Index name inside a shared database.")
+@click.option("--index", "index", metavar="NAME", type=params.INDEX,
+              help="Index name inside a shared database.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (any command).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.version_option(__version__, prog_name=PROG)

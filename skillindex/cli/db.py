@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import cli, echo, json_option, options_of, print_json
 
 
@@ -36,7 +37,7 @@ def _migration(action: str) -> Callable[..., None]:
 
 
 @db.command()
-@click.argument("revision", required=False, default="head")
+@click.argument("revision", required=False, default="head", type=params.REVISION)
 @click.pass_context
 def upgrade(ctx: click.Context, revision: str) -> None:
     """Migrate the database up to REVISION (default: head).
@@ -53,7 +54,7 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 
 # `-1` looks like an option to click; taking unknown options as arguments lets it through.
 @db.command(context_settings={"ignore_unknown_options": True})
-@click.argument("revision")
+@click.argument("revision", type=params.REVISION)
 @click.option("--discard-audit", is_flag=True,
               help="Allow dropping audit events (the table or its chain); refused without it.")
 @click.pass_context
@@ -86,8 +87,10 @@ def current(ctx: click.Context) -> None:
 
 @db.command(name="grants")
 @click.option("--indexer", default="skillindex_indexer", show_default=True, metavar="ROLE",
+              type=params.ROLE,
               help="The role that reindexes: writes the catalog, appends audit events.")
 @click.option("--agent", default="skillindex_agent", show_default=True, metavar="ROLE",
+              type=params.ROLE,
               help="The role agent hosts connect as: reads the catalog, appends audit events.")
 @click.option("--apply", "apply_them", is_flag=True,
               help="Run the statements (as the tables' owner) instead of printing them.")

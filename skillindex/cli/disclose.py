@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import (
     Options,
     cli,
@@ -27,10 +28,11 @@ from skillindex.model import (
 
 
 @cli.command()
-@click.argument("uri")
-@click.option("--reason", metavar="TEXT", help="Why it is read (kept in the audit log).")
+@click.argument("uri", type=params.LOOKUP)
+@click.option("--reason", metavar="TEXT", type=params.TEXT,
+              help="Why it is read (kept in the audit log).")
 @session_option
-@click.option("--max-bytes", type=click.IntRange(min=0), metavar="N",
+@click.option("--max-bytes", type=params.BYTES, metavar="N",
               help="Refuse a file larger than N bytes (a file of exactly N is read).")
 @json_option
 @click.pass_context
@@ -65,8 +67,8 @@ def read(ctx: click.Context, uri: str, reason: str | None, session_id: str | Non
 # Everything after NAME is the user's (`--json` included): the command's own options come first.
 @cli.command(context_settings={"ignore_unknown_options": True,
                                "allow_interspersed_args": False})
-@click.argument("name")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("name", type=params.LOOKUP)
+@click.argument("args", nargs=-1, type=params.TEXT)
 @session_option
 @json_option
 @click.pass_context
@@ -98,7 +100,7 @@ def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: st
 
 
 @cli.command()
-@click.option("--lock", "lock_path", metavar="PATH", type=click.Path(dir_okay=False),
+@click.option("--lock", "lock_path", metavar="PATH", type=params.path(dir_okay=False),
               help="Also compare the catalog with this skills-lock.json (skills added, removed "
               "or changed since it was written).")
 @json_option
@@ -148,9 +150,10 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
 
 @cli.group(invoke_without_command=True)
 @session_option
-@click.option("--skill", metavar="NAME", help="Only events of this skill.")
+@click.option("--skill", metavar="NAME", type=params.NAME, help="Only events of this skill.")
 @click.option("--outcome", type=click.Choice(AUDIT_OUTCOMES), help="Only this outcome.")
-@click.option("--since", metavar="ISO", help="Only events at or after this time (UTC if no zone).")
+@click.option("--since", metavar="ISO", type=params.TIME,
+              help="Only events at or after this time (UTC if no zone).")
 @click.option("--levels", is_flag=True, help="Bytes disclosed per level (L1/L2/L3) per session.")
 @click.option("--follow", "-f", is_flag=True,
               help="Print events as they are appended, until interrupted (from the next one, "
@@ -249,7 +252,7 @@ def _follow(options: Options, *, after_id: int | None, since: str | None, interv
 
 
 @audit.command(name="verify")
-@click.option("--head", "pinned", metavar="HASH",
+@click.option("--head", "pinned", metavar="HASH", type=params.NAME,
               help="A head hash published earlier: fail unless the chain still holds it.")
 @json_option
 @click.pass_context

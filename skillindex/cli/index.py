@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import click
 
 from skillindex import text as escape
+from skillindex.cli import params
 from skillindex.cli.common import (
     Options,
     candidate_table,
@@ -97,7 +98,7 @@ def _duration(seconds: float) -> str:
 @click.option("--no-wait", is_flag=True,
               help="Fail at once if another process is reindexing this index (default: wait "
               "up to the reindex_timeout setting).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N",
+@click.option("--jobs", "-j", type=params.JOBS, metavar="N",
               help="Processes that read and parse new skills, and that share the walk of a "
               "reindex finding nothing new (default: one per core).")
 @click.option("--quiet", "-q", is_flag=True,
@@ -191,9 +192,9 @@ def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | 
 
 def _narrowing(command: Callable[..., None]) -> Callable[..., None]:
     """--summary, --code and --limit, shared by candidates and rejections."""
-    command = click.option("--limit", type=click.IntRange(min=0), metavar="N",
+    command = click.option("--limit", type=params.COUNT, metavar="N",
                            help="Only the first N (in precedence order).")(command)
-    command = click.option("--code", metavar="CODE",
+    command = click.option("--code", metavar="CODE", type=params.NAME,
                            help="Only those with a finding of this code (e.g. yaml-invalid).")(
                                command)
     return click.option("--summary", is_flag=True,
@@ -405,7 +406,7 @@ def _list(options: Options) -> None:
 
 
 @cli.command()
-@click.argument("name")
+@click.argument("name", type=params.NAME)
 @json_option
 @click.pass_context
 def explain(ctx: click.Context, name: str, as_json: bool) -> None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import cli, echo, json_option, options_of, print_json, table
 
 DESCRIPTION_WIDTH = 60
 
 
 @cli.command()
-@click.argument("query")
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
+@click.argument("query", type=params.TEXT)
+@click.option("--limit", type=params.PAGE, default=10, show_default=True, metavar="N",
               help="How many skills to show at most.")
 @json_option
 @click.pass_context

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import cli, echo, fail, options_of, print_json, table
 from skillindex.errors import EXIT_ERROR, EXIT_USAGE
 
@@ -21,57 +22,48 @@ INSTALL_HINT = "skillindex serve needs the mcp extra: pip install 'skillindex[mc
 # What serves HTTP only: given without --http it would be ignored, so it is refused.
 _HTTP_ONLY = ("url", "tokens", "introspect", "issuer", "client_id", "scopes", "insecure_no_auth",
               "tls_cert", "tls_key", "requests_per_second", "bytes_per_minute")
-_FILE = click.Path(dir_okay=False, path_type=Path)
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `PORT`; the host defaults to 127.0.0.1 (this machine only)."""
-    host, colon, port = value.rpartition(":")
-    if not colon:
-        host, port = "", value
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT", param_hint="--http")
-    return host, int(port)
+_FILE = params.FilePath(dir_okay=False, path_type=Path)
+_URL = params.Text(max_length=8_000, empty=False)
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--http", "listen", metavar="HOST:PORT",
+@click.option("--http", "listen", metavar="HOST:PORT", type=params.LISTEN,
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST "
               "defaults to 127.0.0.1).")
-@click.option("--url", metavar="URL",
+@click.option("--url", type=_URL, metavar="URL",
               help="The endpoint as clients reach it (default http://HOST:PORT/mcp; needed "
               "when HOST is 0.0.0.0 or behind a proxy): the OAuth resource and the one Host "
               "and Origin answered besides this machine's.")
 @click.option("--tokens", type=_FILE, metavar="FILE",
               help="Require a bearer token from FILE (made by `serve token add`).")
-@click.option("--introspect", metavar="URL",
+@click.option("--introspect", type=_URL, metavar="URL",
               help="Require a bearer token the authorization server's RFC 7662 endpoint at "
               "URL calls active for this server; its secret comes from "
               "SKILLINDEX_CLIENT_SECRET.")
-@click.option("--issuer", metavar="URL",
+@click.option("--issuer", type=_URL, metavar="URL",
               help="The authorization server clients get tokens from (default: the origin of "
               "--introspect).")
-@click.option("--client-id", metavar="ID", help="This server's client id at --introspect.")
-@click.option("--scope", "scopes", multiple=True, metavar="SCOPE",
+@click.option("--client-id", type=params.NAME, metavar="ID",
+              help="This server's client id at --introspect.")
+@click.option("--scope", "scopes", type=params.NAME, multiple=True, metavar="SCOPE",
               help="A scope every token must hold (repeatable; with --introspect).")
 @click.option("--insecure-no-auth", is_flag=True,
               help="Serve a non-loopback address without authentication.")
 @click.option("--tls-cert", type=_FILE, metavar="FILE", help="Serve HTTPS with this "
               "certificate chain (PEM), with --tls-key.")
 @click.option("--tls-key", type=_FILE, metavar="FILE", help="The certificate's private key.")
-@click.option("--requests-per-second", type=click.FloatRange(min=0), metavar="N",
+@click.option("--requests-per-second", type=params.Number(0, 1_000_000), metavar="N",
               help="Requests a second per principal (0: no limit; default [serve] "
               "requests_per_second, else 20).")
-@click.option("--bytes-per-minute", type=click.IntRange(min=0), metavar="N",
+@click.option("--bytes-per-minute", type=params.BYTES, metavar="N",
               help="Response bytes a minute per principal (0: no limit; default [serve] "
               "bytes_per_minute, else 64 MiB).")
-@click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
+@click.option("--page-size", type=params.PAGE, default=500, show_default=True, metavar="N",
               help="Skills per skills/list page (a skill is never split across pages).")
-@click.option("--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+@click.option("--poll", type=params.seconds(0.05, 86_400), default=1.0, show_default=True,
               metavar="SECONDS", help="How often to look for a committed reindex.")
 @click.pass_context
-def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path | None,
+def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, tokens: Path | None,
           introspect: str | None, issuer: str | None, client_id: str | None,
           scopes: tuple[str, ...], insecure_no_auth: bool, tls_cert: Path | None,
           tls_key: Path | None, requests_per_second: float | None,
@@ -103,7 +95,7 @@ def serve(ctx: click.Context, listen: str | None, url: str | None, tokens: Path 
         fail(ctx, f"{flags[sorted(given)[0]]} is for HTTP: give --http HOST:PORT too",
              EXIT_USAGE)
     options = options_of(ctx)
-    address = parse_listen(listen) if listen is not None else None
+    address = listen
     plan = None
     if address is not None:
         from skillindex.config import Environment, load_settings  # noqa: PLC0415
@@ -167,7 +159,7 @@ _TOKENS = click.option("--tokens", "path", type=_FILE, required=True, metavar="F
 
 
 @token.command(name="add")
-@click.argument("principal")
+@click.argument("principal", type=params.NAME)
 @_TOKENS
 @click.option("--json", "as_json", is_flag=True, help="Print the token and its entry as JSON.")
 @click.pass_context
@@ -214,9 +206,10 @@ def token_list(ctx: click.Context, path: Path, as_json: bool) -> None:
 
 
 @token.command(name="remove")
-@click.argument("principal")
+@click.argument("principal", type=params.NAME)
 @_TOKENS
-@click.option("--id", "token_id", metavar="ID", help="Only the token with this id.")
+@click.option("--id", "token_id", type=params.NAME, metavar="ID",
+              help="Only the token with this id.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
 @click.pass_context
 def token_remove(ctx: click.Context, principal: str, path: Path, token_id: str | None,

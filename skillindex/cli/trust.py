@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import (
     cli,
     count,
@@ -68,8 +69,9 @@ def risks(ctx: click.Context, code: str | None, output: str, as_json: bool) -> N
 
 
 @cli.command()
-@click.argument("name")
-@click.option("--note", metavar="TEXT", help="Why it is trusted (kept with the approval).")
+@click.argument("name", type=params.NAME)
+@click.option("--note", metavar="TEXT", type=params.TEXT,
+              help="Why it is trusted (kept with the approval).")
 @json_option
 @click.pass_context
 def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> None:
@@ -96,7 +98,7 @@ def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> Non
 
 
 @cli.command()
-@click.option("--output", "-o", metavar="PATH", type=click.Path(dir_okay=False),
+@click.option("--output", "-o", metavar="PATH", type=params.path(dir_okay=False),
               help=f"Write the lock file here (default: {lockfile.FILE_NAME} in the working "
               "directory; `-` prints it).")
 @json_option

@@ -85,10 +85,12 @@ def _translated(engine: Engine, revision: str) -> Iterator[None]:
 
     try:
         yield
-    except CommandError as exc:
+    except (CommandError, AssertionError) as exc:
+        # Alembic asserts, rather than raises a CommandError, on some revisions it cannot
+        # resolve (`base+9` past the head, `0001-01-01`).
         known = ", ".join(sorted(known_revisions())) or "none"
-        raise ConfigError(f"cannot migrate to {revision!r}: {exc} (revisions: {known}, head, "
-                          "base, or -1 for one step down)") from exc
+        raise ConfigError(f"cannot migrate to {revision!r}: {str(exc) or 'it does not resolve'} "
+                          f"(revisions: {known}, head, base, or -1 for one step down)") from exc
     except SQLAlchemyError as exc:
         raise store_error(exc, "migrate the database", url=engine.url) from exc
 
