@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from skillindex import __version__
+from skillindex.cli import params
 from skillindex.cli.common import cli, count, echo, format_option, options_of, print_json
 from skillindex.errors import EXIT_ERROR
 from skillindex.index.parallel import default_jobs
@@ -19,8 +20,7 @@ from skillindex.query.check import check as check_skills
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, metavar="[PATH]...",
-                type=click.Path(exists=True, path_type=str))
+@click.argument("paths", nargs=-1, metavar="[PATH]...", type=params.path(exists=True))
 @click.option("--lenient", is_flag=True,
               help="Judge as hosts do (the specification's rules become warnings where hosts "
               "accept the skill anyway); strict by default.")
@@ -29,10 +29,10 @@ from skillindex.query.check import check as check_skills
               help="Exit 1 on a finding this heavy or heavier: error, risk (errors and risk "
               "findings) or warning (any finding).")
 @format_option
-@click.option("--max-depth", type=click.IntRange(1, 16), default=DEFAULT_DEPTH,
+@click.option("--max-depth", type=params.Integer(1, 16), default=DEFAULT_DEPTH,
               show_default=True, metavar="N",
               help="How deep skill folders are looked for under a folder of skills.")
-@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
+@click.option("--jobs", type=params.JOBS, metavar="N",
               help="Processes that read and judge a folder of many skills (default: cores).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (as --format json).")
 @click.pass_context

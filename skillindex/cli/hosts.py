@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import cli, echo, json_option, options_of, print_json, table
 from skillindex.config import Environment
 from skillindex.serve import hosts as formats
@@ -16,7 +17,7 @@ from skillindex.serve import hosts as formats
                 type=click.Choice(list(formats.HOSTS)))
 @click.option("--write", is_flag=True,
               help="Add the entry to the host's file, keeping its other servers and settings.")
-@click.option("--file", "file", metavar="PATH", type=click.Path(dir_okay=False),
+@click.option("--file", "file", metavar="PATH", type=params.path(dir_okay=False),
               help="Another file in the host's format (e.g. ~/.gemini/settings.json).")
 @json_option
 @click.pass_context
