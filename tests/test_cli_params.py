@@ -220,3 +220,17 @@ def test_read_still_audits_a_name_that_is_not_utf8(setup: Path) -> None:
     assert result.exit_code == 3
     events = json.loads(run("--json", "audit").stdout)
     assert events[-1]["skill"] == "\\xff"
+
+
+@pytest.mark.parametrize("query", ["sslmode=bogus", "foo=bar", "options=-c%20nope", "port=abc",
+                                   "connect_timeout=-5", "target_session_attrs=nope",
+                                   "application_name=%00", "host=%2Fnope"])
+def test_a_postgresql_url_the_server_judges_is_one_line_at_worst(setup: Path, pg_url: str,
+                                                         query: str) -> None:
+    separator = "&" if "?" in pg_url else "?"
+    result = run("--db", f"{pg_url}{separator}{query}", "list")
+    assert result.exit_code in (0, 1, 2), result.output  # 0: a value the server takes
+    assert "internal error" not in result.output and "Traceback" not in result.output
+    if result.exit_code:
+        [line] = result.stderr.splitlines()
+        assert line.startswith("skillindex: error: "), line
