@@ -20,6 +20,7 @@ from pathlib import Path
 
 from skillindex.errors import ConfigError
 from skillindex.index import parallel, policy, skillmd
+from skillindex.index.barrier import INTERNAL_ERROR, internal_error
 from skillindex.index.judge import risks_of, verdict_of
 from skillindex.index.scanner import ENTRY, RootScan, SkillScan, scan_root
 from skillindex.model import (
@@ -255,10 +256,10 @@ def _check_entries(spec: RootSpec, rules_key: str, only: frozenset[str] | None,
         for scan in walked:
             yield _guarded(scan, spec)
     except Exception as exc:  # the walk's barrier: the other folders go on
-        result.problems.append(ScanProblem(spec.path, spec.path, "internal-error",
-                                           f"the walk stopped: {type(exc).__name__}: {exc}"))
+        failure = internal_error(exc, "walking the root")
+        result.problems.append(ScanProblem(spec.path, spec.path, failure.code, failure.message))
     for problem in result.problems:
-        gravity = Gravity.ERROR if problem.code == "internal-error" else Gravity.WARNING
+        gravity = Gravity.ERROR if problem.code == INTERNAL_ERROR else Gravity.WARNING
         yield FileFinding(problem.code, gravity, problem.message, problem.path)
 
 
@@ -268,9 +269,9 @@ def _guarded(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
         return _judged(scan, spec)
     except Exception as exc:  # one skill's failure never ends the check
         directory = Path(scan.directory)
-        return CheckedSkill(None, directory, Status.REJECTED, (FileFinding(
-            "internal-error", Gravity.ERROR, f"{type(exc).__name__}: {exc}",
-            directory / ENTRY),), real_dir=scan.real_dir)
+        failure = internal_error(exc, "judging the skill")
+        finding = FileFinding(failure.code, Gravity.ERROR, failure.message, directory / ENTRY)
+        return CheckedSkill(None, directory, Status.REJECTED, (finding,), real_dir=scan.real_dir)
 
 
 def _judged(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
