@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import json
 import os
 import shutil
 import signal
@@ -47,7 +48,8 @@ HOSTILE: list[Value] = [
     "postgresql://u@127.0.0.1:1/db?connect_timeout=abc", "postgresql://u@[::1/db",
     "mysql://u@h/db", "sqlite://", "://", "sqlite:////nonexistent/dir/x.sqlite",
     "skill://", "skill://../x", "skill://good/../../etc/passwd", "skill://good/%2e%2e/x",
-    "/dev/null", "/", ".", "..", "~", "$HOME", "base+9", "head-999", "head+1", "base",
+    "/dev/null", "/", ".", "..", "~", "$HOME", "base+99", "head-999", "head+1", "base",
+    "head+99", "0001-01-01T00:00:00", "1" + "0" * 400, "-" + "9" * 40,
     "@", "*", "?", "[", "{", "x:y", "::", "127.0.0.1:0", ":99999", "[::1]:80",
 ]
 # TOML values for every setting: strings with NUL, control and odd characters, numbers past
@@ -65,6 +67,18 @@ GOOD = {"uri": "skill://good", "name": "good", "query": "good", "revision": "hea
         "args": "x"}
 # Commands that run until stopped once their values are accepted (a timeout is not a failure).
 TIMEOUT_S = 5.0
+# What `serve` reads on stdin: a client that starts a session, lists and reads, and leaves, so
+# that the values of its options are used before it stops.
+MCP_SESSION = b"".join(json.dumps(message).encode() + b"\n" for message in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "clifuzz", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 4, "method": "resources/read",
+     "params": {"uri": "skill://good"}},
+))
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +233,7 @@ class Sandbox:
         forked child starts with it done (an interpreter would spend most of a run on it)."""
         for module in sorted(set(COMMAND_MODULES.values())):
             importlib.import_module(f"skillindex.cli.{module}")
+        importlib.import_module("skillindex.serve.mcp")  # what `serve` imports when it starts
         runner = CliRunner()
         for argv in (["list"], ["--json", "list"], ["candidates"], ["catalog"], ["audit"],
                      ["explain", "good"], ["verify"], ["search", "good"], ["db", "current"]):
@@ -246,9 +261,10 @@ class Sandbox:
                                   encoding="utf-8")
                 env["SKILLINDEX_CONFIG"] = str(config)
             env.update(environ or {})
+            stdin = MCP_SESSION if "serve" in argv else b""
             if fork:
-                return _forked(list(argv), env, scratch, timeout)
-            return _executed(list(argv), env, scratch, timeout)
+                return _forked(list(argv), env, scratch, stdin, timeout)
+            return _executed(list(argv), env, scratch, stdin, timeout)
         finally:
             if fresh:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -258,25 +274,30 @@ def _text(value: Value) -> str:
     return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
-def _executed(argv: list[Value], env: dict[str, Value], cwd: Path, timeout: float) -> Outcome:
+def _executed(argv: list[Value], env: dict[str, Value], cwd: Path, stdin: bytes,
+              timeout: float) -> Outcome:
     command = [os.fsencode(sys.executable), b"-m", b"skillindex",
                *(os.fsencode(value) for value in argv)]
     environ = {os.fsencode(key): os.fsencode(value) for key, value in env.items()}
     try:
-        done = subprocess.run(command, env=environ, cwd=cwd, stdin=subprocess.DEVNULL,
+        done = subprocess.run(command, env=environ, cwd=cwd, input=stdin,
                               capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         return Outcome(argv, None, exc.stdout or b"", exc.stderr or b"")
     return Outcome(argv, done.returncode, done.stdout, done.stderr)
 
 
-def _forked(argv: list[Value], env: dict[str, Value], cwd: Path, timeout: float) -> Outcome:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+def _forked(argv: list[Value], env: dict[str, Value], cwd: Path, stdin: bytes,
+            timeout: float) -> Outcome:
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        given.write(stdin)
+        given.seek(0)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child)
-            _child(argv, env, cwd, out.fileno(), err.fileno())
+            _child(argv, env, cwd, given.fileno(), out.fileno(), err.fileno())
         deadline = time.monotonic() + timeout
         code: int | None = None
         while True:
@@ -297,7 +318,7 @@ def _forked(argv: list[Value], env: dict[str, Value], cwd: Path, timeout: float)
         return Outcome(argv, code, out.read(), err.read())
 
 
-def _child(argv: list[Value], env: dict[str, Value], cwd: Path, out: int,
+def _child(argv: list[Value], env: dict[str, Value], cwd: Path, given: int, out: int,
            err: int) -> None:  # pragma: no cover (the child)
     code = 70
     try:
@@ -305,8 +326,7 @@ def _child(argv: list[Value], env: dict[str, Value], cwd: Path, out: int,
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update({_text(key): _text(value) for key, value in env.items()})
-        stdin = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(stdin, 0)
+        os.dup2(given, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
         # What the interpreter gives a command: streams on the descriptors (not a test's

@@ -35,10 +35,10 @@ from tests.clitree import commands
 LONG = os.environ.get("SKILLINDEX_FUZZ_CLI", "") == "long"
 # One value of each class: bytes that are not UTF-8, empty, a dash, huge and negative numbers,
 # a control character, dates at the edges of time, a database URL and a revision the driver
-# or Alembic would choke on, very long text.
+# or Alembic would choke on, a number no float holds, very long text.
 SHORT: list[Value] = [b"\xff", "", "-", "99999999999999999999", "-1", "a\nb",
                       "0001-01-01T00:00:00+01:00", "sqlite:///x.sqlite?timeout=abc",
-                      "postgresql://u@h:abc/db", "base+9", "a" * 100_000]
+                      "postgresql://u@h:abc/db", "base+99", "1" + "0" * 400, "a" * 100_000]
 VALUES = HOSTILE if LONG else SHORT
 ENVIRONMENT = ("SKILLINDEX_DB", "SKILLINDEX_CONFIG")
 
