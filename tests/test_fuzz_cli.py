@@ -7,7 +7,7 @@ Short by default: every parameter with a value of each class, in forked processe
 command lines run by a new interpreter with bytes that are not UTF-8. The long run,
 `SKILLINDEX_FUZZ_CLI=long pytest tests/test_fuzz_cli.py`, gives every parameter every value of
 `clifuzz.HOSTILE` (more than 30) and every setting every value of `clifuzz.SETTINGS_VALUES`, and
-every parameter the bytes again in new interpreters (README.md, "Development"). A failing run
+every parameter the bytes again in new interpreters (docs/development.md). A failing run
 names each parameter and kind of failure once.
 """
 

@@ -3,8 +3,8 @@ the indexer runs on every skill it reads, in both validation modes: nothing rais
 an `internal-error`, every row can be stored on either backend.
 
 Short by default (SKILLINDEX_FUZZ_FRONTMATTERS, 1,000 documents, derandomized); a long run:
-`SKILLINDEX_FUZZ_FRONTMATTERS=200000 pytest tests/test_fuzz_frontmatter.py` (README.md,
-"Development"). A failing run names each distinct failure once (by the exception's type and
+`SKILLINDEX_FUZZ_FRONTMATTERS=200000 pytest tests/test_fuzz_frontmatter.py`
+(docs/development.md). A failing run names each distinct failure once (by the exception's type and
 where it was raised, or by the broken property) with the smallest document that showed it.
 """
 
