@@ -218,8 +218,12 @@ _BOOLEANS = {"true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1",
 def check_database_url(value: str) -> None:
     """Refuse (ConfigError) a database URL its driver would choke on before connecting: bytes
     that are not UTF-8, a port that is not a number from 1 to 65535, a query key given twice,
-    or a query value of the wrong kind for what the driver converts. A plain path is a SQLite
-    file and any path will do."""
+    or a query value of the wrong kind for what the driver converts, NUL (itself or as `%00`,
+    which the URL parser decodes) anywhere. A plain path is a SQLite file and any other path
+    will do."""
+    if "\0" in value or "%00" in value:
+        raise ConfigError("the database URL or path holds NUL (or %00), which no file or "
+                          "database name can hold")
     if "://" not in value:
         return
     scheme = value.split("://", 1)[0].lower()

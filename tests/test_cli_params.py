@@ -75,6 +75,7 @@ def test_every_parameter_of_every_command_has_a_type_of_its_own() -> None:
     ("--db", "sqlite:///x.sqlite?timeout=abc", "list"),
     ("--db", "sqlite:///x.sqlite?check_same_thread=maybe", "list"),
     ("--db", "postgresql://u@h:abc/db", "list"),
+    ("--db", "%00", "reindex"), ("--db", "sqlite:///x%00y.sqlite", "reindex"),
     ("db", "upgrade", PAST), ("db", "upgrade", "0001-01-01"),
     ("watch", "--full-every", "1e20"), ("watch", "--quiet-ms", HUGE),
     ("serve", "--poll", "nan"), ("reindex", "--jobs", "100000"),
@@ -84,8 +85,9 @@ def test_a_value_a_command_cannot_use_is_a_usage_error(setup: Path,
     usage_error(run(*args))
 
 
-def test_a_database_url_from_the_environment_is_checked_too(setup: Path) -> None:
-    line = usage_error(run("list", env={"SKILLINDEX_DB": "sqlite:///x.sqlite?timeout=abc"}))
+@pytest.mark.parametrize("url", ["sqlite:///x.sqlite?timeout=abc", "%00"])
+def test_a_database_url_from_the_environment_is_checked_too(setup: Path, url: str) -> None:
+    line = usage_error(run("reindex", env={"SKILLINDEX_DB": url}))
     assert "$SKILLINDEX_DB" in line
 
 
@@ -175,6 +177,7 @@ def test_a_database_url_its_driver_takes_is_kept(url: str) -> None:
     "sqlite:///x.sqlite?timeout=1&timeout=2", "postgresql://u@h:abc/db",
     "postgresql://u@h:99999/db", "postgresql://u@h:0/db", "postgresql://u@[::1/db",
     "postgresql://u@h/db?connect_timeout=abc", "postgresql://u@h/d\udcffb",
+    "%00", "dir/x%00.sqlite", "a\0b.sqlite", "sqlite:///x%00y", "postgresql://u@h/d%00b",
 ])
 def test_a_database_url_its_driver_would_choke_on_is_refused(url: str) -> None:
     with pytest.raises(ConfigError):
