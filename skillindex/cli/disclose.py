@@ -158,9 +158,9 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
 @click.option("--follow", "-f", is_flag=True,
               help="Print events as they are appended, until interrupted (from the next one, "
               "from --since, or after --after-id).")
-@click.option("--after-id", type=click.IntRange(min=0), metavar="ID",
+@click.option("--after-id", type=params.ID, metavar="ID",
               help="With --follow: start after this event id (the last one a reader printed).")
-@click.option("--interval", type=click.FloatRange(min=0.05, max=60), default=0.25,
+@click.option("--interval", type=params.seconds(0.05, 60), default=0.25,
               show_default=True, metavar="SECONDS",
               help="With --follow: how long to wait between looks at a log with nothing new.")
 @json_option

@@ -156,6 +156,28 @@ class Time(click.ParamType[str, Any]):
         return instant.isoformat()
 
 
+class Window(click.ParamType[str, Any]):
+    """The start of a window of time: an ISO 8601 date or time, or a duration back from now
+    (`30d`, `12h`), whose instant the store can compare (from 0001-01-01 to 9999-12-31 in UTC).
+    Given on as typed; the library reads it again at its own now."""
+
+    name = "iso|duration"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        text = Text(max_length=_SHOWN * 4).convert(value, param, ctx)
+        from skillindex.query.usage import window_start  # noqa: PLC0415 (start-up stays light)
+
+        try:
+            window_start(text, datetime.now(UTC)).astimezone(UTC)
+        except ConfigError as exc:
+            self.fail(exc.message, param, ctx)
+        except (OverflowError, ValueError):
+            self.fail(f"{shown(text)} starts before 0001-01-01 or after 9999-12-31 in UTC",
+                      param, ctx)
+        return text
+
+
 class DatabaseURL(click.ParamType[str, Any]):
     """A database URL whose port and query values its driver accepts, or a SQLite file path."""
 
@@ -262,6 +284,7 @@ LOOKUP = LookupText(max_length=100_000)
 COUNT = Integer(0, INT32_MAX)  # how many rows to show
 PAGE = Integer(1, INT32_MAX)
 BYTES = Integer(0, INT64_MAX)
+ID = Integer(0, INT64_MAX)  # a row's id
 CHARS = Integer(0, INT64_MAX)
 # A budget of 2% of the window at 4 characters a token: the window is a count of tokens no
 # model comes near, whose budget any integer holds exactly.
@@ -269,6 +292,7 @@ TOKENS = Integer(1, 2**53)
 JOBS = Integer(1, 256)
 MILLISECONDS = Integer(10, 3_600_000)  # up to an hour
 TIME = Time()
+WINDOW = Window()
 DATABASE = DatabaseURL()
 INDEX = IndexName()
 REVISION = Revision()
@@ -280,5 +304,5 @@ def seconds(low: float, high: float) -> Number:
 
 
 # The kinds of type a parameter may have: these, or a fixed set of words (click.Choice).
-KINDS = (Text, LookupText, Integer, Number, Time, DatabaseURL, IndexName, Revision, Listen,
+KINDS = (Text, LookupText, Integer, Number, Time, Window, DatabaseURL, IndexName, Revision, Listen,
          FilePath, click.Choice)

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import click
 
+from skillindex.cli import params
 from skillindex.cli.common import (
     cli,
     count,
@@ -31,24 +32,8 @@ EMPTY = "·"
 CHART_WIDTH = 60
 
 
-def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuse a window start the library could not read, before opening the index."""
-    if value is None:
-        return None
-    from datetime import UTC  # noqa: PLC0415
-
-    from skillindex.errors import ConfigError  # noqa: PLC0415
-    from skillindex.query.usage import window_start  # noqa: PLC0415
-
-    try:
-        window_start(value, datetime.now(UTC))
-    except ConfigError as exc:
-        raise click.BadParameter(exc.message, param=param) from None
-    return value
-
-
 since_option = click.option(
-    "--since", metavar="ISO|DURATION", callback=_since,
+    "--since", metavar="ISO|DURATION", type=params.WINDOW,
     help="Start of the window: an ISO 8601 date or time (UTC if no zone) or a duration back "
     "from now (30d, 12h, 2w); default 30d.")
 
@@ -56,7 +41,7 @@ since_option = click.option(
 @cli.command()
 @since_option
 @session_option
-@click.option("--skill", metavar="NAME", help="Only this skill.")
+@click.option("--skill", metavar="NAME", type=params.NAME, help="Only this skill.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Output format (--json is --format json).")
 @click.option("--chart/--no-chart", default=None,
@@ -167,7 +152,7 @@ def sparkline(values: Sequence[int], width: int = CHART_WIDTH) -> str:
 
 @cli.command()
 @click.option("--html", "html_path", required=True, metavar="FILE",
-              type=click.Path(dir_okay=False, writable=True),
+              type=params.FilePath(dir_okay=False, writable=True),
               help="Write the report to this HTML file.")
 @since_option
 @click.option("--verify", "run_verify", is_flag=True,
