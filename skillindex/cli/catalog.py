@@ -24,7 +24,7 @@ from skillindex.cli.common import cli, echo, json_option, options_of, print_json
               help="Record the publication for this session.")
 @click.option("--query", metavar="TEXT", type=params.TEXT,
               help="Rank by relevance to TEXT: the best matches keep their descriptions.")
-@click.option("--files", "files", metavar="PATH", multiple=True,
+@click.option("--files", "files", metavar="PATH", type=params.path(), multiple=True,
               help="A file the work touches (repeat it): a skill whose paths or globs match "
                    "none of them is left out.")
 @json_option
