@@ -59,8 +59,9 @@ def agentskills_config(base: Path, skill_dirs: list[Path]) -> Path:
     config.write_text(json.dumps({
         "name": "agentskills", "page_size": PAGE_SIZE, "max_skills": len(skill_dirs) + 1,
         "max_total_bytes": 2**40,
-        "skills": [{"id": d.name, "provider": "fs", "options": {"root": str(d.parent)}}
-                   for d in skill_dirs]}))
+        # It refuses a linked skill folder: it is given the folder the link points at.
+        "skills": [{"id": d.resolve().name, "provider": "fs",
+                    "options": {"root": str(d.resolve().parent)}} for d in skill_dirs]}))
     return config
 
 

@@ -69,7 +69,8 @@ def generate(base: Path, count: int, shape: str = "users") -> Tree:
         parent = root / f"group-{number % GROUPS}" if users and at == NESTED_ROOT else root
         directory = parent / name
         if users and number % LINK_EVERY == LINK_EVERY - 1:
-            kept = base / "kept" / f"{at}-{name}"
+            # The kept folder has the skill's name: a host that refuses links is given it.
+            kept = base / "kept" / str(at) / name
             _write_skill(kept, number, name)
             parent.mkdir(parents=True, exist_ok=True)
             directory.symlink_to(kept, target_is_directory=True)
