@@ -104,6 +104,15 @@ def test_a_body_without_placeholders_keeps_the_seed_user_line(tmp_path: Path) ->
                              "User: now please\n")
 
 
+def test_a_dollar_figure_past_the_last_word_takes_no_input_and_the_input_is_kept(
+        tmp_path: Path) -> None:
+    # "$5" names no word of a one-word input: it stays, and the input is appended, not lost.
+    world, directory = _command_world(tmp_path, "It costs $5 a month.")
+    result = world.run("command", "fix", "now", config=DIALECTS)
+    assert result.output == (f"It costs $5 a month.\n\n---\n\nSkill: {directory / 'SKILL.md'}\n"
+                             "User: now\n")
+
+
 def test_arguments_as_one_text_are_split_as_a_shell_splits_them(tmp_path: Path) -> None:
     world, _ = _command_world(tmp_path, "A=$0 B=$1 file=$file", "arguments: [f, file]")
     with world.opened(Settings(dialects=True), env=world.env) as index:

@@ -210,7 +210,8 @@ def substitute(body: str, args: str | None, words: Sequence[str], *, names: Sequ
                skill_dir: str) -> tuple[str, bool]:
     """The body with `$ARGUMENTS`, `$ARGUMENTS[N]`, `$N`, the named `$name`s of `arguments`
     and `${CLAUDE_SKILL_DIR}` / `${SKILL_DIR}` replaced, and whether any placeholder took the
-    arguments. A position past the last argument, like an unknown `$name`, stays as written."""
+    arguments. A position past the last argument, like an unknown `$name`, stays as written and
+    takes nothing: when no placeholder took a word, the caller appends the input."""
     taken = False
     named = {name: number for number, name in enumerate(names)}
 
@@ -221,12 +222,15 @@ def substitute(body: str, args: str | None, words: Sequence[str], *, names: Sequ
         name = match.group("name")
         if name is not None and name not in named:
             return match.group(0)
-        taken = True
         if match.group(0) == "$ARGUMENTS":
+            taken = True
             return args or ""
         index = match.group("index") or match.group("number")
         number = named[name] if name is not None else int(index or 0)
-        return words[number] if number < len(words) else match.group(0)
+        if number >= len(words):
+            return match.group(0)  # ("costs $5" takes no input: the input is then appended)
+        taken = True
+        return words[number]
 
     return _PLACEHOLDER.sub(replaced, body), taken
 
