@@ -19,7 +19,7 @@ from skillindex.cli import cli
 from skillindex.config import Environment
 from skillindex.errors import SkillIndexError
 from skillindex.model import Anchor, AnchorProblem, RiskPolicy, Validation
-from skillindex.query.reportpage import chart, render
+from skillindex.query.reportpage import NEVER_SHOWN_OPEN, chart, render
 from skillindex.store.models import LoadEvent
 from skillindex.text import html
 from tests.browser import Browser, chromium
@@ -178,3 +178,23 @@ def test_the_command_writes_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert f'data-figure="head">{summary["head"]}<' in page
     result = runner.invoke(cli, ["report", "--html", "out.html"])
     assert result.output.startswith("wrote out.html")
+
+
+def test_many_never_used_names_are_folded_and_a_few_are_shown(
+        tmp_path: Path, db_url: str, env: Environment) -> None:
+    root = tmp_path / "skills"
+    for number in range(NEVER_SHOWN_OPEN + 1):
+        write_skill(root, f"s-{number:03d}")
+    with SkillIndex.open(root_settings(root), db=db_url, env=env) as opened:
+        opened.reindex()
+        opened.read("skill://s-000", session="s")
+        few = render(opened.report())  # exactly NEVER_SHOWN_OPEN never used: shown
+        write_skill(root, "s-new")
+        opened.reindex()
+        many = render(opened.report())
+    section = re.compile(r'<section id="never-used">.*?</section>', re.S)
+    shown, folded = section.search(few), section.search(many)
+    assert shown is not None and folded is not None
+    assert "<details>" not in shown.group(0) and shown.group(0).count("<li>") == NEVER_SHOWN_OPEN
+    assert f"<summary>the {NEVER_SHOWN_OPEN + 1} names</summary>" in folded.group(0)
+    assert folded.group(0).count("<li>") == NEVER_SHOWN_OPEN + 1

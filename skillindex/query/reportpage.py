@@ -99,6 +99,10 @@ SECTIONS = (("roots", "Roots"), ("collisions", "Collisions"), ("rejections", "Re
             ("audit", "Audit chain"))
 
 
+# More never-used names than this are folded under a summary line.
+NEVER_SHOWN_OPEN = 60
+
+
 def _when(value: datetime | None) -> str:
     return "-" if value is None else esc(value.strftime("%Y-%m-%d %H:%M"))
 
@@ -185,6 +189,8 @@ def _never(report: Report) -> str:
     names = report.usage.never_loaded
     listed = ("<ul class=\"names\">" + "".join(f"<li>{esc(name)}</li>" for name in names)
               + "</ul>") if names else '<p class="muted">every catalog skill was loaded</p>'
+    if len(names) > NEVER_SHOWN_OPEN:  # a registry's idle names: folded, so the page stays short
+        listed = f"<details><summary>the {len(names)} names</summary>{listed}</details>"
     return _section("never-used", f"Never used in the window ({len(names)} of "
                     f"{report.usage.catalog_skills})", listed)
 
