@@ -175,6 +175,10 @@ class SkillIndex:
         """The winners in catalog order, read a page at a time from the stored resolution."""
         return listing.iter_winners(self._store, self._here, findings=findings)
 
+    def argument_hints(self) -> dict[int, str]:
+        """The `argument-hint` of each winner that declares one, by candidate id."""
+        return listing.argument_hints(self._store, self._here)
+
     def collisions(self) -> list[Collision]:
         """Every name more than one file of this directory's roots declares."""
         return listing.collisions(self._store, self._here)

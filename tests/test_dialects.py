@@ -6,12 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from skillindex.cli import cli
 from skillindex.config import Settings, parse_settings
 from skillindex.errors import NotUserInvocableError
 from skillindex.index import dialect
 from skillindex.model import Severity
 from skillindex.providers import plan_roots
+from tests.conftest import isolate_cli
 from tests.skilltrees import World, make_world, symlink, write_skill
 
 DIALECTS = "[skills]\ndialects = true\n"
@@ -383,3 +386,33 @@ def test_mcp_list_skills_shows_hints_and_takes_the_files_in_play(tmp_path: Path)
         ("fix", "[issue]", None), ("py", None, ["src/**/*.py"])]
     assert [s["name"] for s in seen["md"]] == ["fix"]
     assert [s["name"] for s in seen["py"]] == ["fix", "py"]
+
+
+# -- `list` -----------------------------------------------------------------------------------
+
+def test_list_shows_the_argument_hint_where_a_skill_declares_one(
+        tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLite's text table comes from the sqlite3 fast path, PostgreSQL's from the library.
+    root = tmp_path / "skills"
+    write_skill(root, "fix", extra="argument-hint: '[issue-number]'")
+    write_skill(root, "plain")
+    isolate_cli(tmp_path, monkeypatch, root)
+    monkeypatch.setenv("SKILLINDEX_DB", db_url)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    table = runner.invoke(cli, ["list"]).output.splitlines()
+    assert table[0].split() == ["NAME", "ARGS", "SCOPE", "PROVIDER", "PREC", "WARNINGS", "PATH"]
+    assert [line.split()[:2] for line in table[1:]] == [["fix", "[issue-number]"],
+                                                          ["plain", "-"]]
+    listed = json.loads(runner.invoke(cli, ["--json", "list"]).output)
+    assert [entry.get("argument_hint") for entry in listed] == ["[issue-number]", None]
+
+
+def test_list_has_no_args_column_where_no_skill_declares_a_hint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "plain")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    assert runner.invoke(cli, ["list"]).output.split()[:2] == ["NAME", "SCOPE"]

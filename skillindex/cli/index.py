@@ -340,6 +340,10 @@ def roots(ctx: click.Context, as_json: bool) -> None:
         echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
 
 
+def _hinted(entry: dict[str, Any], hint: str | None) -> dict[str, Any]:
+    return {**entry, "argument_hint": hint} if hint else entry
+
+
 def _root_state(state: Any) -> str:
     if state.spec.disabled_by:
         return "disabled"
@@ -375,15 +379,19 @@ def _list(options: Options) -> None:
         found = oneshot.listing(options.config, db=options.db, cwd=options.cwd,
                                 index=options.index)
     if found is not None:
-        columns, names, note = found.columns, found.collisions, found.note
+        columns, names, note, hints = found.columns, found.collisions, found.note, found.hints
     else:
         with options.open() as index:
+            hinted = index.argument_hints()
             if options.json:
-                print_json_array(winner.as_dict() for winner in index.iter_winners())
+                print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id))
+                                 for winner in index.iter_winners())
                 return
+            listed = list(index.iter_winners())
             rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
-                     finding_codes(w.candidate), w.candidate.path] for w in index.iter_winners()]
+                     finding_codes(w.candidate), w.candidate.path] for w in listed]
             columns = list(zip(*rows, strict=True))
+            hints = [hinted.get(w.candidate.id, "") for w in listed] if hinted else []
             names = [c.name for c in index.collisions()]
             note = index.staleness()
     empty = not any(columns)
@@ -393,6 +401,9 @@ def _list(options: Options) -> None:
     elif empty:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
              "`skillindex explain NAME` why a skill is left out")
+    elif hints:  # a column of its own only where some skill declares an argument-hint
+        column_table(["name", "args", "scope", "provider", "prec", "warnings", "path"],
+                     [columns[0], [hint or "-" for hint in hints], *columns[1:]])
     else:
         column_table(["name", "scope", "provider", "prec", "warnings", "path"], columns)
     if names:

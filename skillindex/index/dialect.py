@@ -84,6 +84,12 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def argument_hints(stored: Mapping[int, str | None]) -> dict[int, str]:
+    """The `argument-hint` of each candidate whose stored host fields (JSON) declare one."""
+    found = {cid: HostFields.from_json(text).argument_hint for cid, text in stored.items()}
+    return {cid: hint for cid, hint in found.items() if hint}
+
+
 def host_fields(fields: Mapping[str, Any] | None, sidecar: bytes | None = None,
                 ) -> tuple[HostFields, list[Finding]]:
     """The host fields of a parsed frontmatter and of the Codex sidecar's bytes (None when the

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from skillindex.errors import ConfigError
-from skillindex.index import risk
+from skillindex.index import dialect, risk
 from skillindex.model import (
     Candidate,
     FindingCount,
@@ -36,6 +36,18 @@ def iter_winners(store: Library, here: Here, *, findings: bool) -> Iterator[Winn
             yield from resolution(store, here, all_findings=findings).winners
             return
         yield from winners.Reader(session, set_id, here.roots).winners(findings=findings)
+
+
+def argument_hints(store: Library, here: Here) -> dict[int, str]:
+    """The `argument-hint` of each winner that declares one, by candidate id."""
+    with store.session() as session:
+        set_id = store.resolution_set(session, here)
+        if set_id is not None:
+            stored = stored_sets.winner_host_fields(session, set_id)
+        else:
+            ids = [w.candidate.id for w in resolution(store, here, all_findings=False).winners]
+            stored = dict(stored_sets.host_fields(session, ids))
+    return dialect.argument_hints(stored)
 
 
 def collisions(store: Library, here: Here) -> list[Collision]:

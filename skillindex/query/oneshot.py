@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
+from skillindex.index.dialect import argument_hints
 from skillindex.model import (
     AuditEvent,
     AuditListing,
@@ -259,6 +260,7 @@ class Listing:
     columns: list[Sequence[str]]  # name, scope, provider, precedence, finding codes, SKILL.md
     collisions: list[str]
     note: str | None
+    hints: Sequence[str] = ()  # each winner's argument-hint ("" for none); () when none has one
 
 
 def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
@@ -271,7 +273,7 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         connection, setup.index_name, paths, key_of))
     if read is None:
         return None
-    (rows, stored_roots, findings, collided, scans), roots = read
+    (rows, stored_roots, findings, collided, scans, hosts), roots = read
     codes: dict[int, set[tuple[bool, str]]] = {}
     for cid, code, severity in findings:
         codes.setdefault(cid, set()).add((severity != "error", code))
@@ -289,8 +291,10 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     places = list(zip(*map(where.__getitem__, root_ids), strict=True)) or [(), (), ()]
     columns: list[Sequence[str]] = [names, *places, list(map(shown.get, cids, repeat("-"))),
                                     paths]
+    hinted = argument_hints(hosts)
+    hints = list(map(hinted.get, cids, repeat(""))) if hinted else []
     return Listing(columns, collided, staleness.note(
-        setup.settings, lambda: staleness.stale_roots(roots, scans)))
+        setup.settings, lambda: staleness.stale_roots(roots, scans)), hints)
 
 
 def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,

@@ -142,15 +142,16 @@ def stored_wins(connection: sqlite3.Connection, index_name: str, roots: Sequence
 
 
 Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
-               dict[str, tuple[bool, datetime | None]]]
+               dict[str, tuple[bool, datetime | None]], dict[int, str]]
 
 
 def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                    key_of: Callable[[RootRuns], str]) -> Listed | None:
     """The rows of `sql.LISTING`, their roots by id (`sql.LISTING_ROOTS`), the rows of
-    `sql.LISTING_FINDINGS`, the names in collision (once each) and the roots' last scans
-    (`sql.ROOT_SCANS`), of one state of the index; None when no resolution is stored for the
-    roots as they are now, or the database fails."""
+    `sql.LISTING_FINDINGS`, the names in collision (once each), the roots' last scans
+    (`sql.ROOT_SCANS`) and the host fields by candidate id (`sql.LISTING_HOSTS`), of one state
+    of the index; None when no resolution is stored for the roots as they are now, or the
+    database fails."""
     def read(set_id: int) -> Listed:
         where = {"set_id": set_id}
         rows = connection.execute(sql.LISTING, where).fetchall()
@@ -161,7 +162,8 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
             sql.COLLIDED_NAMES, where)))
         statement, params = sql.root_scans(roots)
         scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
-        return rows, stored_roots, findings, collided, scans
+        hosts = dict(connection.execute(sql.LISTING_HOSTS, where).fetchall())
+        return rows, stored_roots, findings, collided, scans, hosts
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
 

@@ -183,6 +183,12 @@ def host_fields(session: Session, ids: Sequence[int]) -> dict[int, str]:
     return found
 
 
+def winner_host_fields(session: Session, set_id: int) -> dict[int, str]:
+    """The stored host fields (JSON) of the winners of a set that have any."""
+    return {cid: value for cid, value in session.execute(text(sql.LISTING_HOSTS),
+                                                          {"set_id": set_id})}
+
+
 def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:
     return list(session.execute(text(sql.WINNERS_PAGE),
                                 {"set_id": set_id, "after": after, "limit": limit}))

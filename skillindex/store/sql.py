@@ -61,6 +61,10 @@ SEARCH_WINNERS = (
 LISTING = (
     "SELECT w.name, c.id, c.skill_path, c.root_id FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id WHERE w.set_id = :set_id ORDER BY w.ordinal")
+# The winners that declare other hosts' fields (few): `list` shows their argument-hint.
+LISTING_HOSTS = (
+    "SELECT c.id, c.host_fields FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
+    "WHERE w.set_id = :set_id AND c.host_fields IS NOT NULL")
 LISTING_ROOTS = ("SELECT id, path, scope, provider, precedence FROM root "
                  "WHERE index_name = :index_name")
 LISTING_FINDINGS = (
