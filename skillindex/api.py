@@ -139,6 +139,12 @@ class SkillIndex:
             self._plan = plan_roots(self.settings, self.env)
         return self._plan
 
+    def replan(self) -> RootPlan:
+        """Plan the roots again, for a host that runs long: a root created since, or a
+        plugin installed since, is then one of them."""
+        self._plan = self._where = None
+        return self.plan
+
     @property
     def _here(self) -> Here:
         """What the use cases are given of this directory: the settings and `plan`'s roots."""

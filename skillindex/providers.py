@@ -39,10 +39,12 @@ MAX_REGISTRY_BYTES = 16 << 20
 
 @dataclass(frozen=True, slots=True)
 class RootPlan:
-    """The roots for one working directory, in registration order, and what could not be read."""
+    """The roots for one working directory, in registration order, what could not be read,
+    and the files whose content decides which roots there are (the plugin registry)."""
 
     roots: tuple[RootSpec, ...]
     problems: tuple[ScanProblem, ...] = ()
+    sources: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +157,15 @@ def _host_sources(settings: Settings, env: Environment,
         yield _Source(env.config_home / "opencode" / "skills", Scope.USER, OPENCODE, None)
 
 
+def plugin_registry(env: Environment) -> Path:
+    """Claude Code's list of installed plugins, whose entries are plugin roots."""
+    return env.home / ".claude" / "plugins" / "installed_plugins.json"
+
+
 def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
     """(plugin name, install path) of every entry of Claude Code's installed_plugins.json:
     version 1 maps `name@marketplace` to one entry, version 2 to a list of entries."""
-    registry = env.home / ".claude" / "plugins" / "installed_plugins.json"
+    registry = plugin_registry(env)
 
     def problem(message: str) -> None:
         problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable", message))
@@ -281,4 +288,5 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                      allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
                      else root.allow_hardlinks,
                      risk_policy=root.risk_policy or settings.risk_policy))
-    return RootPlan(tuple(specs), tuple(problems))
+    return RootPlan(tuple(specs), tuple(problems),
+                    (plugin_registry(env),) if settings.presets else ())

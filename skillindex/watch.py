@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from skillindex.api import SkillIndex
 
 INSTALL_HINT = "pip install 'skillindex[watch]'"
+AWAIT_CHECK_MS = 1000  # how often the watch of missing roots checks them by stats as well
 
 
 class WatchUnavailableError(SkillIndexError):
@@ -68,6 +69,148 @@ def relevant(changed: Iterable[str], roots: Iterable[str]) -> list[str]:
     return sorted(set(kept))
 
 
+class _Either:
+    """Set when either event is: what the watchers are told to stop on."""
+
+    def __init__(self, stop: threading.Event, wake: threading.Event) -> None:
+        self.stop = stop
+        self.wake = wake
+
+    def is_set(self) -> bool:
+        return self.stop.is_set() or self.wake.is_set()
+
+
+def _nearest_folder(path: str) -> str | None:
+    """The nearest existing folder at or above `path`."""
+    current = path
+    while not os.path.isdir(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return current
+
+
+@dataclass(frozen=True, slots=True)
+class _Watched:
+    """What one round of watching covers: the roots that exist (watched with everything
+    below them), and, for each root that does not exist yet and each file the plan read, the
+    nearest existing folder above it (watched alone: its own entries)."""
+
+    roots: list[str]
+    folder_ids: list[tuple[int, int] | None]  # each root's (device, inode) when planned
+    missing: list[str]  # the roots that do not exist
+    sources: dict[str, tuple[int, ...] | None]  # the plan's files: their stats when planned
+    folders: list[str]  # the folders watched for them
+
+    @classmethod
+    def of(cls, index: SkillIndex) -> _Watched:
+        plan = index.replan()
+        roots: list[str] = []
+        missing: list[str] = []
+        for spec in plan.roots:
+            (roots if spec.path.is_dir() else missing).append(str(spec.path))
+        folders = {_nearest_folder(path) for path in missing}
+        folders |= {_nearest_folder(str(source.parent)) for source in plan.sources}
+        return cls(roots, [_folder_id(root) for root in roots], missing,
+                   {str(source): _stat(str(source)) for source in plan.sources},
+                   sorted(folder for folder in folders if folder is not None))
+
+    def awaits(self, changed: Iterable[str]) -> bool:
+        """Whether a change is one of the awaited paths or a folder on the way to one."""
+        return any(path == target or target.startswith(path.rstrip(os.sep) + os.sep)
+                   for path in changed for target in (*self.missing, *self.sources))
+
+    def moved(self) -> bool:
+        """Whether a missing root exists now or a plan's file changed (a few stats): what
+        happened before the folders' watch was set up, or in a folder created since."""
+        return (any(os.path.isdir(root) for root in self.missing)
+                or any(_stat(path) != was for path, was in self.sources.items()))
+
+    def vanished(self) -> bool:
+        """Whether a root is gone, or is another folder now (removed and created again: the
+        watch follows the folder that was removed)."""
+        return [_folder_id(root) for root in self.roots] != self.folder_ids
+
+
+def _walked(index: SkillIndex) -> dict[str, tuple[int, int] | None]:
+    """The roots a full pass that starts now walks, planned again, and which folder each is."""
+    return {str(spec.path): _folder_id(str(spec.path)) for spec in index.replan().roots}
+
+
+def _folder_id(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _stat(path: str) -> tuple[int, ...] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ino, found.st_dev
+
+
+def _await(watchfiles: Any, watched: _Watched, until: _Either, wake: threading.Event,
+           quiet_ms: int) -> None:
+    """Set `wake` when something appears on the way to a missing root or a plan's file
+    changes: told by the folders' events at once, and checked by a few stats once a second
+    (what changed before the watch was set up, or deeper than the folders watched)."""
+    try:
+        for changes in watchfiles.watch(
+                *watched.folders, watch_filter=None, recursive=False, debounce=quiet_ms,
+                step=quiet_ms, stop_event=until, ignore_permission_denied=True,
+                yield_on_timeout=True, rust_timeout=AWAIT_CHECK_MS):
+            if watched.awaits(path for _change, path in changes) or watched.moved():
+                break
+    except (OSError, RuntimeError):
+        pass  # a watched folder vanished: watch again from what exists now
+    wake.set()
+
+
+class _Passes:
+    """The passes of one watch, and when the next full one is due: `full_every` after a full
+    pass that succeeded; after a failed pass, `retry_first` seconds, doubled after each failure
+    in a row up to `retry_max` (and never beyond `full_every`)."""
+
+    def __init__(self, index: SkillIndex, report: OnPass, *, full_every: float,
+                 retry_first: float, retry_max: float) -> None:
+        self.index = index
+        self.report = report
+        self.full_every = full_every
+        self.retry_first = retry_first
+        self.retry_max = retry_max
+        self.failures = 0  # failed passes in a row: while there are any, the watch backs off
+        self.due = time.monotonic()
+
+    def pause(self) -> float:
+        if not self.failures:
+            return self.full_every
+        return float(min(self.retry_first * 2.0 ** (self.failures - 1), self.retry_max,
+                         self.full_every))
+
+    def left(self) -> float:
+        """Seconds until the next full pass is due."""
+        return max(0.0, self.due - time.monotonic())
+
+    def run(self, full: bool, paths: list[str]) -> None:
+        """One pass. A targeted pass that succeeds does not put off the full one."""
+        try:
+            done = self.index.reindex() if full else self.index.reindex(paths=paths)
+        except SkillIndexError as exc:
+            self.failures += 1
+            self.due = time.monotonic() + self.pause()
+            self.report(Pass(full, len(paths), None, exc.message, retry_in=self.pause()))
+            return
+        self.failures = 0
+        if full:
+            self.due = time.monotonic() + self.full_every
+        self.report(Pass(full, len(paths), done))
+
+
 def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = 200,
           max_wait_ms: int = 2000, stop: threading.Event | None = None,
           on_pass: OnPass | None = None, retry_first: float = 1.0,
@@ -77,8 +220,11 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = 200,
 
     A burst ends when nothing changed for `quiet_ms` (or after `max_wait_ms` of continuous
     change), so a checkout of a thousand files is one reindex. Only the skill directories that
-    hold changed paths are rescanned; every `full_every` seconds a full reindex catches what
-    events cannot show (roots that appeared, skills reached through symlinks).
+    hold changed paths are rescanned. A root that does not exist yet is awaited at the
+    nearest folder above it, and so is the plugin registry: when either appears or changes,
+    the roots are planned again, a full reindex runs and the new roots are watched; a root
+    removed is awaited again. Every `full_every` seconds a full reindex catches what events
+    cannot show (skills reached through symlinks).
 
     A failed pass (a full disk, a read-only index, a lost server, another reindex holding the
     lock too long) is reported and the watch goes on: it retries with a full reindex after
@@ -87,55 +233,62 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = 200,
     """
     watchfiles = _watchfiles()
     stop = stop or threading.Event()
-    report = on_pass or (lambda _pass: None)
-    failures = 0
-
-    def pause() -> float:
-        """Seconds until the next full pass is due."""
-        if not failures:
-            return full_every
-        return float(min(retry_first * 2.0 ** (failures - 1), retry_max, full_every))
-
-    def run(full: bool, paths: list[str]) -> float:
-        """Run one pass; the time at which the next full one is due."""
-        nonlocal failures
-        try:
-            done = index.reindex() if full else index.reindex(paths=paths)
-        except SkillIndexError as exc:
-            failures += 1
-            report(Pass(full, len(paths), None, exc.message, retry_in=pause()))
-            return time.monotonic() + pause()
-        failures = 0
-        report(Pass(full, len(paths), done))
-        return time.monotonic() + pause()
-
-    due = run(True, [])
+    passes = _Passes(index, on_pass or (lambda _pass: None), full_every=full_every,
+                     retry_first=retry_first, retry_max=retry_max)
+    walked = _walked(index)
+    passes.run(True, [])
     while not stop.is_set():
-        roots = [str(spec.path) for spec in index.plan.roots if spec.path.is_dir()]
-        left = max(0.0, due - time.monotonic())
-        if not roots:
-            if stop.wait(left):
-                return
-        else:
-            events = watchfiles.watch(
-                *roots, watch_filter=None, debounce=max_wait_ms, step=quiet_ms,
-                stop_event=stop, rust_timeout=max(1, int(left * 1000)),
-                yield_on_timeout=True, ignore_permission_denied=True)
-            try:
-                with closing(events):
-                    for changes in events:
-                        paths = relevant((path for _change, path in changes), roots)
-                        if paths and not failures:
-                            full_due = due
-                            due = run(False, paths)
-                            if not failures:
-                                due = full_due  # a targeted pass does not put off the full one
-                            else:
-                                break  # wait for the retry with the watch's new timeout
-                        if time.monotonic() >= due:
-                            break
-            except (OSError, RuntimeError) as exc:  # a watched root vanished under the watcher
-                report(Pass(True, 0, None, f"watch restarted: {exc}"))
-                due = time.monotonic()
-        if not stop.is_set() and time.monotonic() >= due:
-            due = run(True, [])
+        watched = _Watched.of(index)
+        # Roots the last full pass may have missed (new, or other folders since): rescanned
+        # once their watch is up.
+        appeared = [root for root, folder in zip(watched.roots, watched.folder_ids,
+                                                 strict=True) if walked.get(root) != folder]
+        wake = threading.Event()
+        until = _Either(stop, wake)
+        waiter = None
+        if watched.folders:
+            waiter = threading.Thread(target=_await, name="skillindex-await", daemon=True,
+                                      args=(watchfiles, watched, until, wake, quiet_ms))
+            waiter.start()
+        try:
+            if watched.roots:
+                _follow(watchfiles, watched, until, passes, appeared, max_wait_ms=max_wait_ms,
+                        quiet_ms=quiet_ms)
+            else:
+                while not until.is_set() and passes.left() > 0:
+                    wake.wait(min(1.0, passes.left()))
+        except (OSError, RuntimeError) as exc:  # a watched root vanished under the watcher
+            passes.report(Pass(True, 0, None, f"watch restarted: {exc}"))
+        finally:
+            wake.set()
+            if waiter is not None:
+                waiter.join()
+        # While it backs off, only the retry, when it is due, runs a pass.
+        if not stop.is_set() and (not passes.failures or passes.left() == 0):
+            walked = _walked(index)
+            passes.run(True, [])
+
+
+def _follow(watchfiles: Any, watched: _Watched, until: _Either, passes: _Passes,
+            appeared: list[str], *, max_wait_ms: int, quiet_ms: int) -> None:
+    """Targeted passes for the changes under the roots, until `until` is set, the next full
+    pass is due, a pass fails or a root vanishes. Roots that appeared just before are
+    rescanned once their watch is up (the first yield, after `quiet_ms` at most): what was
+    written between the full pass and that moment is not missed."""
+    first = bool(appeared) and not passes.failures
+    events = watchfiles.watch(
+        *watched.roots, watch_filter=None, debounce=max_wait_ms, step=quiet_ms,
+        stop_event=until, yield_on_timeout=True, ignore_permission_denied=True,
+        rust_timeout=quiet_ms if first else max(1, int(passes.left() * 1000)))
+    with closing(events):
+        for changes in events:
+            paths = relevant((path for _change, path in changes), watched.roots)
+            if first:
+                paths = sorted({*paths, *appeared})
+                first = False
+            if paths and not passes.failures:
+                passes.run(False, paths)
+                if passes.failures:
+                    break  # wait for the retry, with a watch timed for it
+            if passes.left() == 0 or watched.vanished():
+                break

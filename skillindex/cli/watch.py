@@ -26,9 +26,10 @@ def watch(ctx: click.Context, full_every: float, quiet_ms: int, quiet: bool,
     """Reindex whenever a skill under the roots of this directory changes.
 
     Reindexes once, then waits for filesystem events: each burst of changes (a checkout of a
-    thousand files is one) rescans only the skill directories it touched. A full reindex runs
-    every --full-every seconds too. A failed pass is retried after 1 s, then 2, 4, ... up to
-    5 minutes. Ctrl-C stops it. Needs the `watch` extra
+    thousand files is one) rescans only the skill directories it touched. A root that does not
+    exist yet, or a plugin installed later, is watched from the moment it appears. A full
+    reindex runs every --full-every seconds too. A failed pass is retried after 1 s, then 2,
+    4, ... up to 5 minutes. Ctrl-C stops it. Needs the `watch` extra
     (pip install 'skillindex[watch]').
 
     \b
