@@ -120,6 +120,13 @@ def catalog_of(settings: Settings, tmp_path: Path, env: Environment) -> str:
         return reader.catalog(max_chars=10**6).text
 
 
+def written_and_seen(root: Path, name: str, text: str, settings: Settings, tmp_path: Path,
+                     env: Environment, what: str) -> None:
+    """Write a skill whose description is `text`, and wait until the catalog shows it."""
+    write_skill(root, name, description=text)
+    until(lambda: text in catalog_of(settings, tmp_path, env), what)
+
+
 def test_a_root_created_after_the_start_is_watched(tmp_path: Path, env: Environment,
                                                    watching: Callable[..., Watching]) -> None:
     # The project has no .agents/skills when the watch starts; nothing else changes, so only
@@ -127,12 +134,10 @@ def test_a_root_created_after_the_start_is_watched(tmp_path: Path, env: Environm
     root = env.cwd / ".agents" / "skills"
     settings = root_settings(root)
     run = watching(root)
-    write_skill(root, "new", description="Written after the start.")
-    until(lambda: "Written after the start." in catalog_of(settings, tmp_path, env),
-          "the skill of a root created after the start")
-    write_skill(root, "new", description="Edited once it is watched.")
-    until(lambda: "Edited once it is watched." in catalog_of(settings, tmp_path, env),
-          "an edit under the new root")
+    written_and_seen(root, "new", "Written after the start.", settings, tmp_path, env,
+                     "the skill of a root created after the start")
+    written_and_seen(root, "new", "Edited once it is watched.", settings, tmp_path, env,
+                     "an edit under the new root")
     assert run.thread.is_alive()
 
 
@@ -145,12 +150,10 @@ def test_a_root_removed_and_created_again_is_watched_again(
     shutil.rmtree(root)
     until(lambda: "Before removal." not in catalog_of(settings, tmp_path, env),
           "the removed root's skill gone")
-    write_skill(root, "docx", description="After it came back.")
-    until(lambda: "After it came back." in catalog_of(settings, tmp_path, env),
-          "the skill of the root created again")
-    write_skill(root, "docx", description="Edited after it came back.")
-    until(lambda: "Edited after it came back." in catalog_of(settings, tmp_path, env),
-          "an edit under the root created again")
+    written_and_seen(root, "docx", "After it came back.", settings, tmp_path, env,
+                     "the skill of the root created again")
+    written_and_seen(root, "docx", "Edited after it came back.", settings, tmp_path, env,
+                     "an edit under the root created again")
 
 
 def test_a_plugin_installed_after_the_start_is_watched(
