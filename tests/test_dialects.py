@@ -388,6 +388,36 @@ def test_mcp_list_skills_shows_hints_and_takes_the_files_in_play(tmp_path: Path)
     assert [s["name"] for s in seen["py"]] == ["fix", "py"]
 
 
+
+def test_mcp_search_skills_takes_the_files_in_play(tmp_path: Path) -> None:
+    anyio = pytest.importorskip("anyio")
+    mcp_client = pytest.importorskip("mcp")
+    from skillindex.serve.mcp import create_server
+
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "lint-any",
+                description="Check the code of a project for lint in any language, python too.")
+    write_skill(skills, "lint-py", description="Lint python code.",
+                extra="paths: ['src/**/*.py']")
+    seen: dict[str, list[str]] = {}
+
+    async def main(index: object) -> None:
+        async with mcp_client.Client(create_server(index)) as client:  # type: ignore[arg-type]
+            for label, arguments in (("all", {}), ("md", {"files": ["README.md"]}),
+                                     ("py", {"files": ["src/a/b.py"]})):
+                result = await client.call_tool(
+                    "search_skills", {"query": "lint python code", "limit": 1, **arguments})
+                seen[label] = [hit["name"] for hit in result.structured_content["result"]]
+
+    with world.opened() as index:
+        anyio.run(main, index)
+    best = seen["all"]
+    assert best == seen["py"] == ["lint-py"]
+    # With only a README in play the conditional skill is left out, and the limit is still met.
+    assert seen["md"] == ["lint-any"]
+
+
 # -- `list` -----------------------------------------------------------------------------------
 
 def test_list_shows_the_argument_hint_where_a_skill_declares_one(

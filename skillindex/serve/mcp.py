@@ -298,10 +298,12 @@ class Skills:
             raise ToolError(str(exc)) from None
         return disclosure.text or ""
 
-    def search(self, query: str, limit: int) -> list[SkillMatch]:
+    def search(self, query: str, limit: int,
+               played: Sequence[str] | None = None) -> list[SkillMatch]:
         """The served skills that best match `query`, best first, at most `limit` (1 to
         MAX_SEARCH_LIMIT): as `skillindex search` ranks them, without the skills the catalog
-        keeps from the model (manual-only)."""
+        keeps from the model (manual-only), nor, given the files in play, the conditional
+        skills none of them matches."""
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ToolError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}")
         publication = self.publication
@@ -314,7 +316,9 @@ class Skills:
             found: list[SkillMatch] = []
             for hit in hits:
                 skill = publication.served(hit.name)
-                if skill is not None and not manual_only(hit.winner, self.index.settings.catalog):
+                if skill is None or manual_only(hit.winner, self.index.settings.catalog):
+                    continue
+                if played is None or in_play(host_fields(skill.entry["frontmatter"])[0], played):
                     found.append(SkillMatch(name=hit.name, description=hit.description,
                                             uri=skill.uri, score=round(hit.score, 6)))
             if len(found) >= limit or len(hits) < wanted:
@@ -507,11 +511,16 @@ class SkillServer(MCPServer[dict[str, Any]]):
                                 "resources/read")
             return content
 
-        def search_skills(query: str, limit: int = 10) -> list[SkillMatch]:
+        def search_skills(query: str, limit: int = 10,
+                          files: list[StrictStr] | None = None) -> list[SkillMatch]:
             """Find skills by what they do: the best matches for `query` (a task in plain
             words), best first, each with its name, description, the skill:// URI of its
-            SKILL.md and its score; load one with load_skill."""
-            return state.search(query, limit)
+            SKILL.md and its score; load one with load_skill. With `files` (the paths the work
+            touches, relative to the project), a skill whose paths or globs match none of them
+            is left out, as list_skills does."""
+            env = state.index.env
+            played = None if files is None else files_in_play(files, env.cwd, project_top(env))
+            return state.search(query, limit, played)
 
         self.add_tool(search_skills, name="search_skills", structured_output=True,
                       annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
