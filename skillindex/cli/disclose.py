@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from skillindex.cli import params
@@ -17,6 +19,7 @@ from skillindex.cli.common import (
     session_option,
     table,
 )
+from skillindex.cli.progress import Progress
 from skillindex.errors import EXIT_ERROR
 from skillindex.model import (
     AUDIT_OUTCOMES,
@@ -118,8 +121,12 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
       skillindex verify --lock skills-lock.json   # what a CI job runs
     """
     options = options_of(ctx, as_json)
+    progress = (Progress(verb="verifying") if sys.stderr.isatty() and not options.json
+                else None)
     with options.open() as index:
-        report = index.verify()
+        report = index.verify(progress=progress)
+        if progress is not None:
+            progress.clear()
         locked = None if lock_path is None else index.verify_lock(lock_path)
     ok = report.ok and not locked
     if options.json:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
-from skillindex import text as escape
 from skillindex.cli import params
 from skillindex.cli.common import (
     Options,
@@ -30,66 +27,8 @@ from skillindex.cli.common import (
     print_json_array,
     table,
 )
+from skillindex.cli.progress import Progress
 from skillindex.model import FindingCount, IndexReport, Status
-
-
-class _Progress:
-    """One line on stderr, redrawn at most ten times a second, never wider than the terminal.
-
-    A line as wide as the terminal would wrap on some terminals and leave a row behind at each
-    redraw, so it stops one column short; with a total it shows the rate and the time left.
-    """
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream
-        self.started: float | None = None  # the first skill, not start-up, starts the clock
-        self.last = 0.0
-        self.width = 0
-
-    def __call__(self, done: int, expected: int | None, root: str) -> None:
-        now = time.monotonic()
-        if self.started is None:
-            self.started = now
-        if now - self.last < 0.1:
-            return
-        self.last = now
-        self._draw(self.line(done, expected, root, now - self.started))
-
-    def line(self, done: int, expected: int | None, root: str, elapsed: float) -> str:
-        columns = shutil.get_terminal_size((80, 24)).columns - 1
-        rate = done / elapsed if elapsed > 0 else 0.0
-        head = f"indexing {done}"
-        if expected and done <= expected:
-            head += f"/{expected} skills ({done * 100 // expected}%)"
-            if rate > 0:
-                head += f", {rate:,.0f}/s, {_duration((expected - done) / rate)} left"
-        else:
-            head += " skills" + (f", {rate:,.0f}/s" if rate > 0 else "")
-        where = escape.terminal(root)
-        room = columns - len(head) - 2
-        if room >= 8:
-            head += "  " + (where if len(where) <= room else "…" + where[-(room - 1):])
-        return head[:max(columns, 1)]
-
-    def _draw(self, line: str) -> None:
-        pad = max(self.width - len(line), 0)
-        click.echo("\r" + line + " " * pad, nl=False, err=True, file=self.stream)
-        self.width = len(line)
-
-    def clear(self) -> None:
-        if self.width:
-            click.echo("\r" + " " * self.width + "\r", nl=False, err=True, file=self.stream)
-            self.width = 0
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 @cli.command()
@@ -121,7 +60,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
       skillindex --json reindex
     """
     options = options_of(ctx, as_json)
-    progress = (_Progress() if sys.stderr.isatty() and not options.json and not quiet
+    progress = (Progress() if sys.stderr.isatty() and not options.json and not quiet
                 else None)
     try:
         report = _unchanged(options, all_roots=all_roots, jobs=jobs, progress=progress)
@@ -166,7 +105,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
 
 
 def _unchanged(options: Options, *, all_roots: bool, jobs: int | None,
-               progress: _Progress | None) -> IndexReport | None:
+               progress: Progress | None) -> IndexReport | None:
     """The reindex of a migrated SQLite index that finds nothing new, through sqlite3 (it only
     records its run); None when there is more to write, for the full path."""
     from skillindex.query import oneshot  # noqa: PLC0415
@@ -177,7 +116,7 @@ def _unchanged(options: Options, *, all_roots: bool, jobs: int | None,
 
 
 def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | None,
-               progress: _Progress | None) -> IndexReport:
+               progress: Progress | None) -> IndexReport:
     with options.open(create=True) as index:
 
         def waiting(holder: str) -> None:

@@ -3,6 +3,7 @@ and every skill directory listed again for files a reindex would add."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,10 +17,14 @@ from skillindex.store import queries, reporting
 PAGE = 1_000  # candidates whose manifests are read at once
 
 
-def verify(store: Library, here: Here, limits: Limits, *, cwd: Path) -> VerifyReport:
+Progress = Callable[[int, int | None, str], None]  # skills done, expected (None), the root
+
+
+def verify(store: Library, here: Here, limits: Limits, *, cwd: Path,
+           progress: Progress | None = None) -> VerifyReport:
     """Every candidate, accepted or rejected, checked a page at a time: memory stays flat
     however many skills the roots hold. What it found is recorded (`verify_run`) for the
-    report; a read-only database still verifies, unrecorded."""
+    report; a read-only database still verifies, unrecorded. `progress` is told after each page."""
     skills = files = 0
     drift: list[DriftItem] = []
     page: list[Candidate] = []
@@ -31,6 +36,8 @@ def verify(store: Library, here: Here, limits: Limits, *, cwd: Path) -> VerifyRe
         part = disclose.verify(page, manifests, limits)
         skills, files = skills + part.skills, files + part.files
         drift.extend(part.drift)
+        if progress is not None and page:
+            progress(skills, None, str(page[-1].root))
         page.clear()
 
     for candidate in listing.iter_candidates(store, here, status=None, code=None, limit=None,
