@@ -112,7 +112,8 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
     """Hash every indexed file again and report drift.
 
     Exit 1 when a file changed, vanished or appeared since the last reindex, or, with
-    --lock, when the catalog differs from the lock file.
+    --lock, when the catalog differs from the lock file. On a terminal, a line on stderr
+    shows how many skills are verified so far.
 
     \b
     Examples:
