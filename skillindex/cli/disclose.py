@@ -19,7 +19,6 @@ from skillindex.cli.common import (
     session_option,
     table,
 )
-from skillindex.cli.progress import Progress
 from skillindex.errors import EXIT_ERROR
 from skillindex.model import (
     AUDIT_OUTCOMES,
@@ -122,6 +121,8 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
       skillindex verify --lock skills-lock.json   # what a CI job runs
     """
     options = options_of(ctx, as_json)
+    from skillindex.cli.progress import Progress  # noqa: PLC0415  (this command's alone)
+
     progress = (Progress(verb="verifying") if sys.stderr.isatty() and not options.json
                 else None)
     with options.open() as index:

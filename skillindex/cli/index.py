@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,8 +27,10 @@ from skillindex.cli.common import (
     print_json_array,
     table,
 )
-from skillindex.cli.progress import Progress
 from skillindex.model import FindingCount, IndexReport, Status
+
+if TYPE_CHECKING:  # the line is drawn by reindex alone, which imports it
+    from skillindex.cli.progress import Progress
 
 
 @cli.command()
@@ -60,6 +62,8 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
       skillindex --json reindex
     """
     options = options_of(ctx, as_json)
+    from skillindex.cli.progress import Progress  # noqa: PLC0415  (this command's alone)
+
     progress = (Progress() if sys.stderr.isatty() and not options.json and not quiet
                 else None)
     try:
