@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -64,6 +65,114 @@ def test_models_and_migrations_are_in_sync(db_url: str) -> None:
         context = MigrationContext.configure(connection, opts={"include_object": modelled})
         diff = compare_metadata(context, Base.metadata)
     assert diff == []
+    engine.dispose()
+
+
+def _table_sql(sql: str | None) -> object:
+    """A CREATE TABLE statement as its columns in order and its table constraints in any
+    order: Alembic's batch migrations rebuild tables with their constraints in an order that
+    changes from one run to the next."""
+    if sql is None or sql.upper().startswith("CREATE VIRTUAL"):
+        return sql
+    head, _, body = sql.partition("(")
+    body, _, tail = body.rpartition(")")
+    parts, depth, quoted, current = [], 0, False, ""
+    for char in body:
+        quoted = quoted != (char == "'")
+        depth += 0 if quoted else (char == "(") - (char == ")")
+        if char == "," and not depth and not quoted:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    constraint = ("CONSTRAINT ", "PRIMARY KEY", "UNIQUE", "FOREIGN KEY", "CHECK")
+    columns = [part for part in parts if not part.upper().startswith(constraint)]
+    return head, columns, sorted(set(parts) - set(columns)), tail
+
+
+def _sqlite_state(path: Path) -> dict[str, object]:
+    """Everything a new SQLite database holds: its objects as sqlite_master states them, the
+    rows of every table (the FTS5 tables' own included), and the settings stored in the file."""
+    connection = sqlite3.connect(path)
+    try:
+        listed = connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+        objects = sorted(((kind, name, table, _table_sql(sql) if kind == "table" else sql)
+                          for kind, name, table, sql in listed), key=repr)
+        tables = [name for kind, name, _table, sql in objects
+                  if kind == "table" and not isinstance(sql, str)]
+        rows = {name: sorted(connection.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
+                for name in tables}
+        pragmas = {name: connection.execute(f"PRAGMA {name}").fetchall() for name in (
+            "user_version", "application_id", "auto_vacuum", "page_size", "journal_mode",
+            "encoding")}
+    finally:
+        connection.close()
+    return {"objects": objects, "rows": rows, "pragmas": pragmas}
+
+
+def test_a_new_sqlite_database_is_the_one_the_migrations_build(tmp_path: Path) -> None:
+    migrated = make_engine(f"sqlite:///{tmp_path / 'migrated.sqlite'}")
+    migrate.upgrade(migrated)
+    created = make_engine(f"sqlite:///{tmp_path / 'created.sqlite'}")
+    migrate.ensure_current(created)
+    migrated.dispose()
+    created.dispose()
+    assert migrate.current(created) == migrate.HEAD
+    state = _sqlite_state(tmp_path / "created.sqlite")
+    assert state == _sqlite_state(tmp_path / "migrated.sqlite")
+    rows = state["rows"]
+    assert isinstance(rows, dict) and rows["candidate_fts_config"]  # FTS5's own rows count
+
+
+def test_the_sqlite_head_schema_is_at_the_migrations_head() -> None:
+    shipped = (Path(migrate.script_location()) / migrate.SQLITE_HEAD).read_text()
+    assert shipped.startswith(f"-- revision {migrate.HEAD}\n"), (
+        "migrations/sqlite_head.sql is older than the newest migration: run "
+        "scripts/sqlite_head.py")
+
+
+def test_a_new_sqlite_database_is_created_without_running_the_migrations(
+        tmp_path: Path) -> None:
+    probe = ("import sys; from skillindex.api import SkillIndex; from skillindex.config import "
+             "Settings; SkillIndex.open(Settings(presets=False), db=sys.argv[1]).close(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "new.sqlite")],
+                          capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.strip() == "[]"
+    engine = make_engine(f"sqlite:///{tmp_path / 'new.sqlite'}")
+    assert migrate.current(engine) == migrate.HEAD
+    engine.dispose()
+
+
+def test_a_created_sqlite_database_migrates_down_and_up(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'created.sqlite'}")
+    migrate.ensure_current(engine)
+    migrate.downgrade(engine, "base")
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    migrate.upgrade(engine)
+    engine.dispose()
+    migrated = make_engine(f"sqlite:///{tmp_path / 'migrated.sqlite'}")
+    migrate.upgrade(migrated)
+    migrated.dispose()
+    assert ({k: v for k, v in _sqlite_state(tmp_path / "created.sqlite").items()
+             if k != "objects"}
+            == {k: v for k, v in _sqlite_state(tmp_path / "migrated.sqlite").items()
+                if k != "objects"})
+
+
+def test_hosts_opening_a_new_sqlite_file_at_once_create_it_once(tmp_path: Path) -> None:
+    (tmp_path / "skills").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{tmp_path / "skills"}"\n')
+    command = [sys.executable, "-m", "skillindex", "--config", str(config), "--db",
+               str(tmp_path / "new.sqlite"), "--json", "reindex"]
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=tmp_path) for _ in range(3)]
+    results = [(child.wait(timeout=120), child.communicate()[1]) for child in children]
+    assert results == [(0, "")] * 3
+    engine = make_engine(f"sqlite:///{tmp_path / 'new.sqlite'}")
+    assert migrate.current(engine) == migrate.HEAD
     engine.dispose()
 
 
