@@ -85,3 +85,29 @@ def test_workers_start_only_when_a_root_needs_them(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["5", "5", "False"]
+
+
+def test_workers_share_a_root_that_holds_its_skills_in_a_few_groups(tmp_path: Path) -> None:
+    # Fewer than PARALLEL_MIN entries under the root, but more than PARALLEL_MIN skills in
+    # them: the workers take the groups, and store what one process stores.
+    root = tmp_path / "skills"
+    for number in range(PARALLEL_MIN + 20):
+        write_skill(root / f"group-{number % 3}", f"skill-{number:03d}")
+    write_skill(root, "alone")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{root}"\n'
+                      'max_depth = 2\n')
+    db = tmp_path / "workers.sqlite"
+    code = (
+        "import sys\n"
+        "from skillindex import SkillIndex\n"
+        f"index = SkillIndex.open({str(config)!r}, db={str(db)!r}, cwd={str(tmp_path)!r})\n"
+        "report = index.reindex(jobs=2)\n"
+        "print(report.added, 'multiprocessing.resource_tracker' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [str(PARALLEL_MIN + 21), "True"]
+    with SkillIndex.open(config, db=str(tmp_path / "alone.sqlite"), cwd=tmp_path) as alone, \
+            SkillIndex.open(config, db=str(db), cwd=tmp_path) as workers:
+        assert alone.reindex(jobs=1).added == PARALLEL_MIN + 21
+        assert dump(workers) == dump(alone)

@@ -160,13 +160,16 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
     shards: Iterator[parallel.Shard] = iter(())
     new: list[str] = []
     walk_only = only
+    size = parallel.SHARD
     if workers is not None:
         names, new = parallel.split_entries(str(spec.path),
                                             {rel.split("/", 1)[0] for rel in root_known}, only)
-        if len(new) >= parallel.PARALLEL_MIN:
+        if parallel.enough_to_share(str(spec.path), new, spec.max_depth):
             # Workers read, hash and parse what no stored manifest spares; this process walks
             # the known skills meanwhile and stages every row.
-            shards = parallel.scan_shards(workers.executor(), spec, rules_key, new, limits)
+            size = parallel.shard_size(len(new), workers.jobs)
+            shards = parallel.scan_shards(workers.executor(), spec, rules_key, new, limits,
+                                          size)
             walk_only = names.difference(new)
 
     def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],
@@ -219,7 +222,7 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
             break
         if shard is None:
             break
-        done += parallel.SHARD
+        done += size
         result.problems.extend(shard.problems)
         for item in shard.judged:
             seen.add(item.rel_dir)

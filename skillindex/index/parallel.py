@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from skillindex.index.skilldir import ENTRY
 from skillindex.model import Limits, RootSpec, ScanProblem
 
 if TYPE_CHECKING:
@@ -59,6 +60,31 @@ def split_entries(root: str, known_tops: set[str],
     return frozenset(names), sorted(names - known_tops)
 
 
+def enough_to_share(root: str, new: Sequence[str], max_depth: int) -> bool:
+    """Whether these new entries of a root hold at least PARALLEL_MIN skill folders: the
+    entries themselves under a flat root; under a root walked deeper, what each group holds
+    (one listing of each group, until there are enough)."""
+    if len(new) >= PARALLEL_MIN or max_depth == 1:
+        return len(new) >= PARALLEL_MIN
+    folders = 0
+    for name in new:
+        try:
+            with os.scandir(os.path.join(root, name)) as entries:
+                inside = [entry.name for entry in entries]
+        except OSError:
+            inside = []
+        folders += 1 if not inside or ENTRY in inside else len(inside)
+        if folders >= PARALLEL_MIN:
+            return True
+    return False
+
+
+def shard_size(entries: int, jobs: int) -> int:
+    """Entries per task: SHARD, or fewer when a root holds fewer than PARALLEL_MIN entries
+    (groups of skills), so that every worker has several tasks of them."""
+    return SHARD if entries >= PARALLEL_MIN else max(1, min(SHARD, -(-entries // (8 * jobs))))
+
+
 class Workers:
     """Up to `jobs` worker processes, started the first time a root has enough new entries to
     need them: creating the executor starts multiprocessing's resource tracker, a process of
@@ -94,9 +120,10 @@ ShardTask = Callable[[RootSpec, str, list[str], Limits], T]
 
 
 def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
-                names: Sequence[str], limits: Limits) -> Iterator[Shard]:
-    """The judged skills under these entries of the root, a shard at a time, as they finish."""
-    return map_shards(executor, _scan_shard, spec, rules_key, names, limits)
+                names: Sequence[str], limits: Limits, size: int = SHARD) -> Iterator[Shard]:
+    """The judged skills under these entries of the root, `size` entries a shard, a shard at
+    a time, as they finish."""
+    return map_shards(executor, _scan_shard, spec, rules_key, names, limits, size)
 
 
 def map_shards(executor: Executor, task: ShardTask[T], spec: RootSpec, rules_key: str,
