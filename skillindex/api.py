@@ -366,13 +366,16 @@ class SkillIndex:
         return command_flow.command(self._store, self._here, name, args, session=session,
                                     reason=reason)
 
-    def verify(self, *, progress: Progress | None = None) -> VerifyReport:
+    def verify(self, *, progress: Progress | None = None,
+               jobs: int | None = None) -> VerifyReport:
         """Hash every indexed file of this directory's roots again and report any drift.
 
         Candidates and their manifests are read a page at a time: memory stays flat however
-        many skills the roots hold. `progress(done, None, root)` is told after each page."""
+        many skills the roots hold. `progress(done, None, root)` is told after each page.
+        Past a page (1,000 skills), `jobs` worker processes hash them (default: one per
+        core; 1: none); the report is the same at any `jobs`."""
         return verify_flow.verify(self._store, self._here, self.settings.limits,
-                                  cwd=self.env.cwd, progress=progress)
+                                  cwd=self.env.cwd, progress=progress, jobs=jobs)
 
     def last_verify(self) -> VerifyRecord | None:
         """What the last `verify` of this directory's roots found, as recorded; None if none."""

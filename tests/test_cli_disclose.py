@@ -5,13 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
+from concurrent.futures import Executor
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from skillindex.cli import cli
+from skillindex.index import parallel
+from skillindex.query import verify
 from tests.conftest import isolate_cli, write_skill
 
 BODY = "\n# PDF\n\nUse it.\n"
@@ -218,3 +222,69 @@ def test_a_hard_linked_resource_is_refused(setup: Path) -> None:
     assert result.exit_code == 4
     assert "hard-linked" in result.stderr
     assert result.stdout == ""
+
+
+def pools_started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The jobs of every pool of worker processes started from now on, in order."""
+    started: list[int] = []
+    executor = parallel.Workers.executor
+
+    def starting(workers: parallel.Workers) -> Executor:
+        if workers._executor is None:
+            started.append(workers.jobs)
+        return executor(workers)
+
+    monkeypatch.setattr(parallel.Workers, "executor", starting)
+    return started
+
+
+def test_verify_says_the_same_at_every_jobs_count(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pages of 7 and shards of 3, so that 40 skills make six pages, the last one short, and
+    # drift of every kind falls in different shards and pages.
+    monkeypatch.setattr(verify, "PAGE", 7)
+    monkeypatch.setattr(verify, "SHARD", 3)
+    monkeypatch.setattr(verify, "AHEAD", 1)
+    root = tmp_path / "skills"
+    for number in range(40):
+        skill = write_skill(root, f"s{number:02d}", description=f"Skill {number}.")
+        (skill / "references").mkdir()
+        (skill / "references" / "guide.md").write_text(f"guide {number}\n")
+    write_skill(root, "bad", "name: Not A Valid Name\n")
+    (tmp_path / "outside.txt").write_text("secret\n")
+    isolate_cli(tmp_path, monkeypatch, root)
+    assert run("reindex", "--jobs", "1").exit_code == 0
+    (root / "s03" / "references" / "guide.md").write_text("changed\n")
+    (root / "s11" / "SKILL.md").unlink()
+    (root / "s17" / "extra.txt").write_text("extra\n")
+    shutil.rmtree(root / "s24")
+    (root / "s30" / "references" / "guide.md").unlink()
+    (root / "s30" / "references" / "guide.md").symlink_to(tmp_path / "outside.txt")
+    (root / "bad" / "SKILL.md").write_text("---\nname: still bad\n---\n")
+    started = pools_started(monkeypatch)
+    answers = {}
+    for jobs in ("1", "2", "3", "4"):
+        result = run("--json", "verify", "--jobs", jobs)
+        assert result.exit_code == 1, result.output
+        answers[jobs] = result.stdout
+    assert started == [2, 3, 4]  # one pool each; --jobs 1 hashes in this process
+    assert len(set(answers.values())) == 1
+    report = json.loads(answers["1"])
+    assert report["skills"] == 41
+    assert [(d["skill"], d["resource"], d["problem"]) for d in report["drift"]] == [
+        ("Not A Valid Name", "SKILL.md", "changed"),
+        ("s03", "references/guide.md", "changed"),
+        ("s11", "SKILL.md", "missing"),
+        ("s17", "extra.txt", "unexpected"),
+        ("s24", "SKILL.md", "missing"),
+        ("s24", "references/guide.md", "missing"),
+        ("s30", "references/guide.md", "changed"),
+    ]
+
+
+def test_verify_of_fewer_skills_than_a_page_starts_no_process(
+        setup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = pools_started(monkeypatch)
+    assert run("verify", "--jobs", "4").exit_code == 0
+    assert run("verify").exit_code == 0
+    assert started == []

@@ -105,9 +105,13 @@ def command(ctx: click.Context, name: str, args: tuple[str, ...], session_id: st
 @click.option("--lock", "lock_path", metavar="PATH", type=params.path(dir_okay=False),
               help="Also compare the catalog with this skills-lock.json (skills added, removed "
               "or changed since it was written).")
+@click.option("--jobs", "-j", type=params.JOBS, metavar="N",
+              help="Processes that hash the files, once there are more than 1,000 skills "
+              "(default: one per core).")
 @json_option
 @click.pass_context
-def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
+def verify(ctx: click.Context, lock_path: str | None, jobs: int | None,
+           as_json: bool) -> None:
     """Hash every indexed file again and report drift.
 
     Exit 1 when a file changed, vanished or appeared since the last reindex, or, with
@@ -119,6 +123,7 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
       skillindex verify
       skillindex --json verify
       skillindex verify --lock skills-lock.json   # what a CI job runs
+      skillindex verify --jobs 1                  # no worker processes
     """
     options = options_of(ctx, as_json)
     from skillindex.cli.progress import Progress  # noqa: PLC0415  (this command's alone)
@@ -126,7 +131,7 @@ def verify(ctx: click.Context, lock_path: str | None, as_json: bool) -> None:
     progress = (Progress(verb="verifying") if sys.stderr.isatty() and not options.json
                 else None)
     with options.open() as index:
-        report = index.verify(progress=progress)
+        report = index.verify(progress=progress, jobs=jobs)
         if progress is not None:
             progress.clear()
         locked = None if lock_path is None else index.verify_lock(lock_path)
