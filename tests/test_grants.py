@@ -82,6 +82,14 @@ def test_each_role_does_its_work(shared: Shared, env: Environment) -> None:
         assert [e.event for e in agent.audit()] == ["catalog.published", "skill.read"]
         report = agent.verify_audit()
         assert report.ok and report.events == 2
+        assert [(row.name, row.body_loads) for row in agent.usage(since="2d").skills] == [("pdf", 1)]
+    # The agent's read went into the rollup too, written by the trigger as the owner.
+    engine = make_engine(shared.agent)
+    with engine.connect() as connection:
+        assert connection.execute(text(
+            "SELECT skill, body, published FROM usage_day ORDER BY published DESC")).all() == [
+                (None, 0, 1), ("pdf", 1, 0)]
+    engine.dispose()
 
 
 FORBIDDEN = {
@@ -102,6 +110,9 @@ FORBIDDEN = {
     "lock-chain-table": "LOCK TABLE load_event_lock",
     "share-lock-audit": "LOCK TABLE load_event IN SHARE MODE",
     "edit-anchor": "UPDATE index_run SET audit_events = 0",
+    "edit-rollup": "UPDATE usage_day SET body = 0",
+    "add-to-rollup": "INSERT INTO usage_day (index_name, day, skill) VALUES ('default', "
+                     "'2026-01-01', 'pdf')",
     "temp-table": "CREATE TEMP TABLE scratch (a int)",
     "create-in-schema": "CREATE TABLE public.scratch (a int)",
 }
@@ -130,6 +141,8 @@ def test_the_agent_cannot_change_the_audit_or_the_catalog(shared: Shared, env: E
                                        "ALTER TABLE load_event DISABLE TRIGGER USER",
                                        "UPDATE index_run SET audit_events = 0",
                                        "DELETE FROM index_run",
+                                       "UPDATE usage_day SET body = 0",
+                                       "DELETE FROM usage_day",
                                        "SELECT * FROM load_event_lock FOR UPDATE"])
 def test_the_indexer_cannot_change_the_audit_either(shared: Shared, statement: str) -> None:
     engine = make_engine(shared.indexer)

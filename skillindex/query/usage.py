@@ -81,8 +81,8 @@ def report(session: Session, index_name: str, catalog: Iterable[str], *, since: 
            busiest: int = BUSIEST) -> UsageReport:
     """Every name with skill-level events in [since, until) with its figures, the catalog
     skills (`catalog`, the working directory's winners in catalog order) without a successful
-    load, loads and failures per day, and the busiest names' loads per day: one pass over the
-    window's events (`store_usage.window`), summed here across names."""
+    load, loads and failures per day, and the busiest names' loads per day: the window's
+    figures per name and day (`store_usage.window`), summed here across names."""
     names = list(catalog)
     known = set(names)
     found = store_usage.window(session, index_name, since, until, session_id=session_id,
@@ -94,19 +94,20 @@ def report(session: Session, index_name: str, catalog: Iterable[str], *, since: 
     loaded = {row.name for row in rows if row.loads}
     never = tuple(name for name in names
                   if name not in loaded and (skill is None or name == skill))
-    # Counted in one pass each over every name's days (Counter counts in C), and the
-    # busiest names' own days only for them.
-    loads = Counter(chain.from_iterable(item.load_days for item in found))
-    failed = Counter(chain.from_iterable(item.failed_days for item in found))
+    loads: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for item in found:
+        loads.update(item.load_days)
+        failed.update(item.failed_days)
     days = _days(since, until, sorted(loads.keys() | failed.keys()))
-    top = [(row.name, Counter(item.load_days)) for row, item in figures if row.loads][:busiest]
+    top = [(row.name, item.load_days) for row, item in figures if row.loads][:busiest]
     return UsageReport(
         index=index_name, since=since, until=until, session=session_id, skill=skill,
         skills=tuple(rows), never_loaded=never, catalog_skills=len(names),
         sessions=len(set(chain.from_iterable(item.sessions for item in found))),
         published=sum(item.published for item in found),
         days=tuple(UsageDay(day, loads[day], failed[day]) for day in days),
-        busiest=tuple((name, tuple(counted[day] for day in days)) for name, counted in top))
+        busiest=tuple((name, tuple(counted.get(day, 0) for day in days)) for name, counted in top))
 
 
 def _days(since: datetime, until: datetime, seen: Sequence[str]) -> list[str]:

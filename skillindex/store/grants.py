@@ -16,6 +16,8 @@ VERSION_TABLE = "alembic_version"
 LOCK_TABLE = "load_event_lock"
 # Runs only ever get added: an anchor (the audit head a reindex saw) cannot be edited away.
 RUN_TABLE = "index_run"
+# The audit's per-day rollup (migration 0014): written only by the insert trigger, as the owner.
+ROLLUP_TABLE = "usage_day"
 NOT_POSTGRESQL = ("db grants is for PostgreSQL; a SQLite index is protected by its file's "
                   "permissions (0600)")
 
@@ -46,7 +48,7 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     The indexer writes the catalog tables, may create the temporary tables a reindex stages
     rows in, and appends audit events and runs; the agent reads the catalog and appends audit
     events. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
-    audit's anchors), nor touch the chain's lock, and neither owns a table, so neither can
+    audit's anchors), nor write the audit's rollup, nor touch the chain's lock, and neither owns a table, so neither can
     ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and CREATE on
     the schema, which every role would otherwise have through it. Tables come from the
     database as it is now: run this again after every upgrade.
@@ -86,8 +88,9 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
 
     indexer, agent = _ident(connection, roles.indexer), _ident(connection, roles.agent)
     both = f"{indexer}, {agent}"
-    special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, RUN_TABLE)
+    special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, RUN_TABLE, ROLLUP_TABLE)
     catalog = [t for t in tables if t not in special]
+    rollup = [t for t in tables if t == ROLLUP_TABLE]
     result = [
         f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {both}",
         f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {schema} FROM {both}",
@@ -96,7 +99,7 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
         f"GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {indexer}",
         f"GRANT CONNECT ON DATABASE {database} TO {agent}",
         f"GRANT USAGE ON SCHEMA {schema} TO {both}",
-        f"GRANT SELECT ON {names([VERSION_TABLE, *views])} TO {both}",
+        f"GRANT SELECT ON {names([VERSION_TABLE, *views, *rollup])} TO {both}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {names(catalog)} TO {indexer}",
         f"GRANT SELECT ON {names(catalog)} TO {agent}",
         f"GRANT SELECT, INSERT ON {names([RUN_TABLE])} TO {indexer}",

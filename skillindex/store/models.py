@@ -351,6 +351,33 @@ class VerifyRun(Base):
     drift: Mapped[str] = mapped_column(Text)  # JSON list of the first of them (DRIFT_KEPT)
 
 
+class UsageDay(Base):
+    """What one UTC day's audit events of one skill name sum to (migration 0014), kept by an
+    insert trigger on `load_event` and derived from it alone: `usage` reads whole days here
+    and the events of a window's partial days from the audit itself."""
+
+    __tablename__ = "usage_day"
+    __table_args__ = (Index("ix_usage_day_index_name_day_skill", "index_name", "day", "skill"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100))
+    day: Mapped[str] = mapped_column(String(10))  # the UTC date, YYYY-MM-DD
+    skill: Mapped[str | None] = mapped_column(Text)
+    body: Mapped[int] = mapped_column(Integer, server_default="0")
+    resource: Mapped[int] = mapped_column(Integer, server_default="0")
+    bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    refused: Mapped[int] = mapped_column(Integer, server_default="0")
+    mismatch: Mapped[int] = mapped_column(Integer, server_default="0")
+    missing: Mapped[int] = mapped_column(Integer, server_default="0")
+    not_found: Mapped[int] = mapped_column(Integer, server_default="0")
+    error: Mapped[int] = mapped_column(Integer, server_default="0")
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    published: Mapped[int] = mapped_column(Integer, server_default="0")
+    failed: Mapped[int] = mapped_column(Integer, server_default="0")
+    first_load: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_load: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 class ReindexLock(Base):
     """Who is reindexing an index now; the lock itself on SQLite, a notice beside PostgreSQL's.
 
