@@ -82,7 +82,8 @@ def test_each_role_does_its_work(shared: Shared, env: Environment) -> None:
         assert [e.event for e in agent.audit()] == ["catalog.published", "skill.read"]
         report = agent.verify_audit()
         assert report.ok and report.events == 2
-        assert [(row.name, row.body_loads) for row in agent.usage(since="2d").skills] == [("pdf", 1)]
+        loads = [(row.name, row.body_loads) for row in agent.usage(since="2d").skills]
+        assert loads == [("pdf", 1)]
     # The agent's read went into the rollup too, written by the trigger as the owner.
     engine = make_engine(shared.agent)
     with engine.connect() as connection:

@@ -48,10 +48,10 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     The indexer writes the catalog tables, may create the temporary tables a reindex stages
     rows in, and appends audit events and runs; the agent reads the catalog and appends audit
     events. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
-    audit's anchors), nor write the audit's rollup, nor touch the chain's lock, and neither owns a table, so neither can
-    ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and CREATE on
-    the schema, which every role would otherwise have through it. Tables come from the
-    database as it is now: run this again after every upgrade.
+    audit's anchors), nor write the audit's rollup, nor touch the chain's lock, and neither
+    owns a table, so neither can ALTER one or disable its triggers. PUBLIC loses TEMPORARY on
+    the database and CREATE on the schema, which every role would otherwise have through it.
+    Tables come from the database as it is now: run this again after every upgrade.
     """
     if connection.dialect.name != "postgresql":
         raise ConfigError(NOT_POSTGRESQL)
