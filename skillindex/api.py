@@ -420,11 +420,12 @@ class SkillIndex:
                           outcome=outcome, since=since, levels=levels)
 
     def usage(self, *, since: datetime | str | None = None, session: str | None = None,
-              skill: str | None = None) -> UsageReport:
+              skill: str | None = None, principal: str | None = None) -> UsageReport:
         """Loads and failed attempts per skill since `since` (an ISO time or a duration such
-        as `30d`; default 30 days), and the catalog skills nobody loaded (`usage_view`)."""
+        as `30d`; default 30 days), the catalog skills nobody loaded (`usage_view`), and what
+        each principal of `serve --http` did."""
         return usage.usage(self._store, self._here, since=since, session=session, skill=skill,
-                           now=datetime.now(UTC))
+                           principal=principal, now=datetime.now(UTC))
 
     def failed_attempts(self, *, since: datetime | str | None = None,
                         limit: int = 100) -> list[LoggedEvent]:

@@ -681,6 +681,24 @@ class SkillUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class PrincipalUsage:
+    """What one principal (a caller `serve --http` authenticated) did over a window."""
+
+    principal: str
+    loads: int  # successful loads of bodies and files
+    bytes: int
+    sessions: int
+    skills: int  # distinct skills among its loads
+    failed: int  # refused, mismatch, missing, not-found and error attempts
+    last_load: datetime | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"principal": self.principal, "loads": self.loads, "bytes": self.bytes,
+                "sessions": self.sessions, "skills": self.skills, "failed": self.failed,
+                "last_load": None if self.last_load is None else self.last_load.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
 class UsageDay:
     """Successful loads and failed skill-level attempts on one UTC day."""
 
@@ -708,6 +726,8 @@ class UsageReport:
     published: int  # catalog publications (level 1)
     days: tuple[UsageDay, ...]  # every day of the window, oldest first
     busiest: tuple[tuple[str, tuple[int, ...]], ...]  # the most loaded names, loads per day
+    principal: str | None = None  # the principal it was narrowed to
+    principals: tuple[PrincipalUsage, ...] = ()  # each authenticated caller, by name
 
     def total(self, field_name: str) -> int:
         return sum(int(getattr(row, field_name)) for row in self.skills)
@@ -728,7 +748,9 @@ class UsageReport:
                 "never_loaded": list(self.never_loaded), "totals": self.totals(),
                 "days": [day.as_dict() for day in self.days],
                 "busiest": [{"name": name, "loads": list(loads)}
-                            for name, loads in self.busiest]}
+                            for name, loads in self.busiest],
+                "principal": self.principal,
+                "principals": [row.as_dict() for row in self.principals]}
 
 
 @dataclass(frozen=True, slots=True)

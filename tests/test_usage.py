@@ -7,6 +7,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -167,6 +168,42 @@ def test_a_window_after_the_events_is_empty(busy: SkillIndex) -> None:
     assert report.totals()["loads"] == 0
 
 
+def by_principal_in_sql(index: SkillIndex) -> list[tuple[Any, ...]]:
+    """An auditor's query of the documented view (`load_event_view`), per principal."""
+    with index.engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(
+            "SELECT principal, "
+            "SUM(CASE WHEN outcome = 'ok' AND level >= 2 THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN outcome = 'ok' AND level >= 2 THEN bytes ELSE 0 END), "
+            "COUNT(DISTINCT CASE WHEN outcome = 'ok' AND level >= 2 THEN session END), "
+            "COUNT(DISTINCT CASE WHEN outcome = 'ok' AND level >= 2 THEN skill END), "
+            "SUM(CASE WHEN outcome <> 'ok' AND level >= 2 THEN 1 ELSE 0 END) "
+            "FROM load_event_view WHERE principal IS NOT NULL "
+            "GROUP BY principal ORDER BY principal"))]
+
+
+def test_usage_groups_and_narrows_by_principal(busy: SkillIndex) -> None:
+    # What `serve --http` appends for authenticated callers, beside busy's unauthenticated rows.
+    for principal, skill, outcome, size, session in (
+            ("alice", "pdf", "ok", 10, "a-1"), ("alice", "docx", "ok", 20, "a-2"),
+            ("alice", "pdf", "refused", 0, "a-1"), ("bob", "pdf", "ok", 5, "b-1")):
+        busy._append_event(AuditRecord(event="skill.read", level=2, outcome=outcome,
+                                       skill=skill, bytes=size, session=session,
+                                       principal=principal))
+    report = busy.usage()
+    assert [(row.principal, row.loads, row.bytes, row.sessions, row.skills, row.failed)
+            for row in report.principals] == by_principal_in_sql(busy) == [
+        ("alice", 2, 30, 2, 2, 1), ("bob", 1, 5, 1, 1, 0)]
+    assert report.principals[0].last_load is not None
+    alice = busy.usage(principal="alice")
+    assert alice.principal == "alice"
+    assert {row.name: (row.loads, row.refused) for row in alice.skills} == {
+        "pdf": (1, 1), "docx": (1, 0)}
+    assert [row.principal for row in alice.principals] == ["alice"]
+    assert alice.never_loaded == ("idle", "xlsx")
+    assert busy.usage(principal="nobody").skills == ()
+
+
 @pytest.mark.parametrize("db_backend", ["sqlite"])
 def test_windows_and_days_follow_the_stored_times(tmp_path: Path,
                                                   open_index: OpenIndex) -> None:
@@ -285,3 +322,23 @@ def test_a_bad_window_is_a_usage_error(cli_root: Path) -> None:
     result = run("usage", "--since", "last week")
     assert result.exit_code == 2
     assert "duration" in result.output
+
+
+def test_the_command_shows_each_principal(cli_root: Path) -> None:
+    run("reindex", "-q")
+    run("read", "skill://pdf")
+    plain = run("usage").output
+    assert "PRINCIPAL" not in plain  # nobody authenticated: no such table
+    with SkillIndex.open(db=os.environ["SKILLINDEX_DB"]) as index:
+        index._append_event(AuditRecord(event="skill.read", level=2, outcome="ok",
+                                        skill="pdf", bytes=7, session="x", principal="alice"))
+    lines = run("usage").output.splitlines()
+    header = next(line for line in lines if line.startswith("PRINCIPAL"))
+    assert header.split() == ["PRINCIPAL", "LOADS", "BYTES", "SESSIONS", "SKILLS", "FAILED",
+                              "LAST", "LOAD"]
+    assert lines[lines.index(header) + 1].split()[:6] == ["alice", "1", "7", "1", "1", "0"]
+    data = json.loads(run("--json", "usage", "--principal", "alice").output)
+    assert data["principal"] == "alice"
+    assert [row["name"] for row in data["skills"]] == ["pdf"]
+    assert data["skills"][0]["loads"] == 1
+    assert [row["principal"] for row in data["principals"]] == ["alice"]

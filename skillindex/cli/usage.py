@@ -42,6 +42,8 @@ since_option = click.option(
 @since_option
 @session_option
 @click.option("--skill", metavar="NAME", type=params.NAME, help="Only this skill.")
+@click.option("--principal", metavar="NAME", type=params.SESSION,
+              help="Only the events of this principal (a caller serve --http authenticated).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Output format (--json is --format json).")
 @click.option("--chart/--no-chart", default=None,
@@ -49,14 +51,15 @@ since_option = click.option(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def usage(ctx: click.Context, since: str | None, session_id: str | None, skill: str | None,
-          fmt: str, chart: bool | None, as_json: bool) -> None:
+          principal: str | None, fmt: str, chart: bool | None, as_json: bool) -> None:
     """Loads and refusals per skill from the audit log, and the skills nobody loaded.
 
     For every skill with events in the window: successful loads of the body (level 2) and of
     files (level 3), the bytes handed over, the sessions that loaded it, the first and last
     load, and the refused, mismatch, missing, not-found and error attempts. Then the catalog
-    skills of this directory never loaded in the window, and the totals. The figures come
-    from the `usage_view` SQL view, which auditors can query too.
+    skills of this directory never loaded in the window, the totals, and for each principal
+    (a caller serve --http authenticated) its loads, bytes, sessions, skills and failed
+    attempts. The figures come from the `usage_view` SQL view, which auditors can query too.
 
     \b
     Examples:
@@ -64,10 +67,12 @@ def usage(ctx: click.Context, since: str | None, session_id: str | None, skill: 
       skillindex usage --since 7d --skill pdf
       skillindex usage --since 2026-11-01 --format csv > usage.csv
       skillindex usage --json --session s-42
+      skillindex usage --principal alice
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        found = index.usage(since=since, session=session_id, skill=skill)
+        found = index.usage(since=since, session=session_id, skill=skill,
+                            principal=principal)
     if options.json or fmt == "json":
         print_json(found.as_dict())
     elif fmt == "csv":
@@ -99,7 +104,8 @@ def _when(value: datetime | None) -> str:
 def _print_text(found: UsageReport, *, chart: bool) -> None:
     echo(f"usage of index {found.index} from {_when(found.since)} to {_when(found.until)} UTC"
          + (f", session {found.session}" if found.session else "")
-         + (f", skill {found.skill}" if found.skill else ""))
+         + (f", skill {found.skill}" if found.skill else "")
+         + (f", principal {found.principal}" if found.principal else ""))
     if found.skills:
         echo("")
         table(["skill", "loads", "body", "files", "bytes", "sessions", "first load",
@@ -127,6 +133,11 @@ def _print_text(found: UsageReport, *, chart: bool) -> None:
         for line in textwrap.wrap(", ".join(never), width=max(40, columns - 2),
                                   break_on_hyphens=False):
             echo(f"  {line}")
+    if found.principals:
+        echo("")
+        table(["principal", "loads", "bytes", "sessions", "skills", "failed", "last load"],
+              [[row.principal, row.loads, row.bytes, row.sessions, row.skills, row.failed,
+                _when(row.last_load)] for row in found.principals])
     totals = found.totals()
     echo("")
     echo(f"totals: {totals['loads']} loads ({totals['body_loads']} bodies, "

@@ -53,7 +53,7 @@ def window_start(since: str | datetime | None, now: datetime) -> datetime:
 
 
 def usage(store: Library, here: Here, *, since: datetime | str | None, session: str | None,
-          skill: str | None, now: datetime) -> UsageReport:
+          skill: str | None, now: datetime, principal: str | None = None) -> UsageReport:
     """Loads and failed attempts per skill from `since` (default 30 days) to `now`, and the
     catalog skills nobody loaded: the catalog's names read alone from the stored resolution
     (resolved here when a root quarantines), the figures from `usage_view`."""
@@ -64,7 +64,7 @@ def usage(store: Library, here: Here, *, since: datetime | str | None, session: 
                  [winner.name for winner in
                   listing.resolution(store, here, all_findings=False).winners])
         return report(db, here.index_name, names, since=start, until=now, session_id=session,
-                      skill=skill)
+                      skill=skill, principal=principal)
 
 
 def failed_attempts(store: Library, here: Here, *, since: datetime | str | None, limit: int,
@@ -78,7 +78,7 @@ def failed_attempts(store: Library, here: Here, *, since: datetime | str | None,
 
 def report(session: Session, index_name: str, catalog: Iterable[str], *, since: datetime,
            until: datetime, session_id: str | None = None, skill: str | None = None,
-           busiest: int = BUSIEST) -> UsageReport:
+           principal: str | None = None, busiest: int = BUSIEST) -> UsageReport:
     """Every name with skill-level events in [since, until) with its figures, the catalog
     skills (`catalog`, the working directory's winners in catalog order) without a successful
     load, loads and failures per day, and the busiest names' loads per day: the window's
@@ -86,7 +86,7 @@ def report(session: Session, index_name: str, catalog: Iterable[str], *, since: 
     names = list(catalog)
     known = set(names)
     found = store_usage.window(session, index_name, since, until, session_id=session_id,
-                               skill=skill)
+                               skill=skill, principal=principal)
     figures = sorted(((replace(item.usage, in_catalog=item.usage.name in known), item)
                       for item in found if item.usage.attempts),
                      key=lambda pair: (-pair[0].loads, -pair[0].failed, pair[0].name))
@@ -107,7 +107,10 @@ def report(session: Session, index_name: str, catalog: Iterable[str], *, since: 
         sessions=len(set(chain.from_iterable(item.sessions for item in found))),
         published=sum(item.published for item in found),
         days=tuple(UsageDay(day, loads[day], failed[day]) for day in days),
-        busiest=tuple((name, tuple(counted.get(day, 0) for day in days)) for name, counted in top))
+        busiest=tuple((name, tuple(counted.get(day, 0) for day in days)) for name, counted in top),
+        principal=principal, principals=tuple(store_usage.principals(
+            session, index_name, since, until, session_id=session_id, skill=skill,
+            principal=principal)))
 
 
 def _days(since: datetime, until: datetime, seen: Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import TextClause, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
-from skillindex.model import AuditEvent, Level, LoggedEvent, SkillUsage
+from skillindex.model import AuditEvent, Level, LoggedEvent, PrincipalUsage, SkillUsage
 from skillindex.store.chain import utc
 from skillindex.store.models import LoadEvent
 
@@ -65,6 +65,19 @@ AGGREGATES = {
                    "failed_days": "string_agg(day || ':' || failed, ',') "
                                   "FILTER (WHERE failed > 0)"},
 }
+# Per principal (who `serve --http` authenticated): successful loads, their bytes, the
+# sessions and skills they reached, the failed skill-level attempts and the last load. Read
+# from `load_event` (the one table that keeps the principal); rows without one are not shown.
+LOADED = "outcome = 'ok' AND level >= 2"
+PRINCIPALS = (
+    f"SELECT principal, COUNT(*) FILTER (WHERE {LOADED}), "
+    f"COALESCE(SUM(bytes) FILTER (WHERE {LOADED}), 0), "
+    f"COUNT(DISTINCT session) FILTER (WHERE {LOADED}), "
+    f"COUNT(DISTINCT skill) FILTER (WHERE {LOADED}), "
+    "COUNT(*) FILTER (WHERE level >= 2 AND outcome <> 'ok'), "
+    f"MAX(time) FILTER (WHERE {LOADED}) "
+    "FROM load_event WHERE {where} AND principal IS NOT NULL GROUP BY principal "
+    "ORDER BY principal")
 # How many events a window holds: the names read partly from the rollup must sum to it.
 EVENT_COUNT = "SELECT COUNT(*) FROM load_event WHERE {where}"
 # An index's rollup made again from its events (what migration 0014 did for every index), and
@@ -108,20 +121,23 @@ def last_event(session: Session) -> int:
 
 
 def _window(statement: str, index_name: str, since: datetime, until: datetime, *,
-            session_id: str | None, skill: str | None,
+            session_id: str | None, skill: str | None, principal: str | None = None,
             parts: Mapping[str, str] | None = None) -> tuple[TextClause, dict[str, Any]]:
     """A statement narrowed to one index, the window [since, until) and the filters given
     (`parts`: what else it leaves to fill); times bound as the backend stores them (text on
     SQLite)."""
-    where, params = _where(index_name, since, until, session_id=session_id, skill=skill)
+    where, params = _where(index_name, since, until, session_id=session_id, skill=skill,
+                           principal=principal)
     query = text(statement.format(where=where, **(parts or {}))).bindparams(*_times(params))
     return query, params
 
 
 def _where(index_name: str, since: datetime, until: datetime, *, session_id: str | None,
-           skill: str | None, tag: str = "") -> tuple[str, dict[str, Any]]:
+           skill: str | None, principal: str | None = None,
+           tag: str = "") -> tuple[str, dict[str, Any]]:
     """The condition of a window and its parameters (times named `since{tag}`,
-    `until{tag}`, so that one statement may hold several windows)."""
+    `until{tag}`, so that one statement may hold several windows). A principal is matched
+    through `load_event`, which `usage_view` does not repeat it from."""
     where = ["index_name = :index_name", f"time >= :since{tag}", f"time < :until{tag}"]
     params: dict[str, Any] = {"index_name": index_name, f"since{tag}": since,
                               f"until{tag}": until}
@@ -129,6 +145,9 @@ def _where(index_name: str, since: datetime, until: datetime, *, session_id: str
         if value is not None:
             where.append(f"{column} = :{column}")
             params[column] = value
+    if principal is not None:
+        where.append("id IN (SELECT id FROM load_event WHERE principal = :principal)")
+        params["principal"] = principal
     return " AND ".join(where), params
 
 
@@ -152,7 +171,8 @@ class NameWindow:
 
 
 def window(session: Session, index_name: str, since: datetime, until: datetime, *,
-           session_id: str | None, skill: str | None) -> list[NameWindow]:
+           session_id: str | None, skill: str | None,
+           principal: str | None = None) -> list[NameWindow]:
     """Every name with events in the window, from one statement over its day rows
     (`NAME_SUMS` over `day_rows`) and one over its loads' sessions (`SESSIONS`); a name with
     only level-1 events (publications, no skill) has no attempts.
@@ -164,9 +184,10 @@ def window(session: Session, index_name: str, since: datetime, until: datetime, 
     """
     dialect = session.get_bind().dialect.name
     parts = AGGREGATES.get(dialect, AGGREGATES["sqlite"])
-    rolled = session_id is None
+    rolled = session_id is None and principal is None  # the rollup keeps neither
     rows = _name_rows(session, parts, *day_rows(index_name, since, until, rolled=rolled,
-                                                session_id=session_id, skill=skill))
+                                                session_id=session_id, skill=skill,
+                                                principal=principal))
     if rolled:
         query, params = _window(EVENT_COUNT, index_name, since, until, session_id=None,
                                 skill=skill)
@@ -175,7 +196,7 @@ def window(session: Session, index_name: str, since: datetime, until: datetime, 
             rows = _name_rows(session, parts, *day_rows(index_name, since, until, rolled=False,
                                                         session_id=None, skill=skill))
     query, params = _window(SESSIONS, index_name, since, until, session_id=session_id,
-                            skill=skill, parts=parts)
+                            skill=skill, principal=principal, parts=parts)
     sessions = {name: _listed(listed) for name, listed in session.execute(query, params)}
     found = []
     for row in rows:
@@ -198,14 +219,15 @@ def _name_rows(session: Session, parts: Mapping[str, str], days: str,
 
 
 def day_rows(index_name: str, since: datetime, until: datetime, *, session_id: str | None,
-             skill: str | None, rolled: bool = True) -> tuple[str, dict[str, Any]]:
+             skill: str | None, principal: str | None = None,
+             rolled: bool = True) -> tuple[str, dict[str, Any]]:
     """A statement of what each name's events of each UTC day in [since, until) sum to (in
     `FIGURES`' order after the name and the day), and its parameters: with `rolled`, the
     window's whole days from the rollup and its partial first and last days from the events;
-    else, or for a window of one session (the rollup keeps no sessions) or without a whole
-    day, every day from the events."""
+    else, or for a window of one session or principal (the rollup keeps neither) or without
+    a whole day, every day from the events."""
     first, end = _whole_days(since, until)
-    if rolled and session_id is None and first < end:
+    if rolled and session_id is None and principal is None and first < end:
         params: dict[str, Any] = {"index_name": index_name, "skill": skill,
                                   "first_day": first.date().isoformat(),
                                   "end_day": end.date().isoformat()}
@@ -217,8 +239,23 @@ def day_rows(index_name: str, since: datetime, until: datetime, *, session_id: s
                 parts.append(EVENT_DAYS.format(where=where))
                 params.update(edge)
         return " UNION ALL ".join(parts), params
-    where, params = _where(index_name, since, until, session_id=session_id, skill=skill)
+    where, params = _where(index_name, since, until, session_id=session_id, skill=skill,
+                           principal=principal)
     return EVENT_DAYS.format(where=where), params
+
+
+def principals(session: Session, index_name: str, since: datetime, until: datetime, *,
+               session_id: str | None, skill: str | None,
+               principal: str | None) -> list[PrincipalUsage]:
+    """Each principal with events in the window, by name: what it loaded and was refused."""
+    query, params = _window(PRINCIPALS, index_name, since, until, session_id=session_id,
+                            skill=skill, principal=principal)
+    found = []
+    for name, loads, size, sessions, skills, failed, last in session.execute(query, params):
+        found.append(PrincipalUsage(str(name), _number(loads), _number(size), _number(sessions),
+                                    _number(skills), _number(failed),
+                                    None if last is None else utc(last)))
+    return found
 
 
 def _whole_days(since: datetime, until: datetime) -> tuple[datetime, datetime]:
