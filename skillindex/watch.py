@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillindex.errors import SkillIndexError
+from skillindex.index.skilldir import NOT_OF_THE_SKILL
 from skillindex.model import IndexReport
 
 if TYPE_CHECKING:
@@ -53,8 +54,9 @@ def _watchfiles() -> Any:
 
 
 def relevant(changed: Iterable[str], roots: Iterable[str]) -> list[str]:
-    """The changed paths a reindex can care about: inside or above a root, and not inside a
-    hidden entry (which the scanner skips)."""
+    """The changed paths a reindex can care about: inside or above a root, not under a hidden
+    entry directly under the root (the walk never looks into one) nor inside a `.git` folder
+    (no part of a skill); a hidden file or folder inside a skill is part of it."""
     tops = [root.rstrip(os.sep) for root in roots]
     kept = []
     for path in changed:
@@ -63,7 +65,8 @@ def relevant(changed: Iterable[str], roots: Iterable[str]) -> list[str]:
                 kept.append(path)
                 break
             if path.startswith(root + os.sep):
-                if not any(part.startswith(".") for part in path[len(root) + 1:].split(os.sep)):
+                parts = path[len(root) + 1:].split(os.sep)
+                if not parts[0].startswith(".") and NOT_OF_THE_SKILL not in parts[1:]:
                     kept.append(path)
                 break
     return sorted(set(kept))

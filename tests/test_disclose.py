@@ -70,6 +70,8 @@ def tree(tmp_path: Path, open_index: OpenIndex) -> Tree:
     (skill / "assets" / "logo.bin").write_bytes(b"\x89PNG\xff\x00\x01")
     (skill / "alias.md").symlink_to(Path("references") / "guide.md")
     (skill / ".env").write_text("TOKEN=hidden\n")
+    (skill / ".git").mkdir()
+    (skill / ".git" / "config").write_text("[core]\n")
     (skill / "empty.txt").write_bytes(b"")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -293,7 +295,7 @@ CHANGES: dict[str, tuple[str, Change, type[SkillIndexError], str]] = {
     "added-after-index": ("references/new.md",
                           lambda t: (t.skill / "references/new.md").write_text("new\n"),
                           UnindexedFileError, "mismatch"),
-    "hidden-never-indexed": (".env", lambda t: None, UnindexedFileError, "mismatch"),
+    "git-never-indexed": (".git/config", lambda t: None, UnindexedFileError, "mismatch"),
     "deleted": ("references/guide.md", lambda t: (t.skill / "references/guide.md").unlink(),
                 DeletedFileError, "missing"),
     "body-deleted": ("", lambda t: (t.skill / "SKILL.md").unlink(), DeletedFileError, "missing"),
@@ -566,8 +568,8 @@ def test_verify_is_clean_right_after_a_reindex(tree: Tree) -> None:
     report = tree.index.verify()
     assert report.ok
     assert (report.skills, report.drift) == (1, ())
-    # SKILL.md, guide, run.sh, logo.bin, alias.md, empty.txt
-    assert report.files == 6
+    # SKILL.md, guide, run.sh, logo.bin, alias.md, .env, empty.txt (not .git/config)
+    assert report.files == 7
 
 
 def test_verify_reports_changed_missing_and_unexpected(tree: Tree) -> None:
@@ -575,12 +577,14 @@ def test_verify_reports_changed_missing_and_unexpected(tree: Tree) -> None:
     (tree.skill / "scripts/run.sh").unlink()
     (tree.skill / "references/new.md").write_text("new\n")
     (tree.skill / "inner-link.md").symlink_to("references/new.md")
-    (tree.skill / ".hidden").write_text("skipped like the scanner skips it\n")
+    (tree.skill / ".hidden").write_text("a file of the skill like any other\n")
+    (tree.skill / ".git" / "HEAD").write_text("no part of the skill\n")
     (tree.skill / "out-link.txt").symlink_to(tree.outside / "secret.txt")
     report = tree.index.verify()
     assert not report.ok
     # alias.md links to guide.md, so it changed with it.
     assert sorted((d.skill, d.resource, d.problem) for d in report.drift) == [
+        ("pdf", ".hidden", Drift.UNEXPECTED),
         ("pdf", "alias.md", Drift.CHANGED),
         ("pdf", "inner-link.md", Drift.UNEXPECTED),
         ("pdf", "references/guide.md", Drift.CHANGED),
@@ -614,7 +618,7 @@ def test_verify_of_a_vanished_skill_lists_every_file_missing(tree: Tree) -> None
     shutil.rmtree(tree.skill)
     report = tree.index.verify()
     assert {d.problem for d in report.drift} == {Drift.MISSING}
-    assert len(report.drift) == 6
+    assert len(report.drift) == 7
 
 
 # ------------------------------------------------------------------------------- manual SQL

@@ -127,11 +127,18 @@ def _rename_root(tree: Tree) -> None:
     tree.config.write_text(tree.config.read_text().replace(f'"{tree.low}"', f'"{moved}"'))
 
 
+def _hidden_folder(tree: Tree) -> None:
+    (tree.high / "alpha" / ".tools").mkdir()
+    (tree.high / "alpha" / ".tools" / "setup.sh").write_text("echo set up\n")
+
+
 CHANGES: dict[str, Callable[[Tree], object]] = {
     "edited": lambda t: write_skill(t.low, "beta", description="Does another thing."),
     "touched": lambda t: os.utime(t.high / "alpha" / "references" / "guide.md", (1, 1)),
     "added": lambda t: write_skill(t.high, "gamma"),
     "added-resource": lambda t: (t.low / "beta" / "notes.md").write_text("notes\n"),
+    "added-hidden-file": lambda t: (t.low / "beta" / ".env").write_text("MODE=1\n"),
+    "added-hidden-folder": _hidden_folder,
     "removed": lambda t: shutil.rmtree(t.low / "beta"),
     "removed-root": lambda t: shutil.rmtree(t.high),
     "root-precedence": lambda t: t.config.write_text(
@@ -220,6 +227,13 @@ def test_a_write_committed_during_the_walk_fails_the_record(tree: Tree) -> None:
                                              key_of=None, check=anchored)
     assert recorded is not None and recorded > last.run_id
     assert runs(tree.db) == before + 1
+
+
+def test_a_change_inside_a_git_folder_stays_on_the_fast_path(tree: Tree) -> None:
+    (tree.low / "beta" / ".git").mkdir()
+    (tree.low / "beta" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    report = tree.quick()
+    assert report is not None and report.unchanged == 5
 
 
 def test_an_index_never_built_or_not_sqlite_takes_the_full_path(tree: Tree) -> None:

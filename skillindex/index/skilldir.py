@@ -33,6 +33,10 @@ MAX_ENTRY_BYTES = 1 << 20
 MAX_RESOURCE_DEPTH = 16
 _KINDS = {"references": ResourceKind.REFERENCE, "scripts": ResourceKind.SCRIPT,
           "assets": ResourceKind.ASSET}
+# The only folder of a skill that is not part of it: a repository's own records (its objects
+# change with every fetch, its sample hooks are executables), skipped as the lock file skips it.
+# Every other entry, hidden or not, is listed, hashed, judged and bound by an approval.
+NOT_OF_THE_SKILL = ".git"
 
 
 # The stored manifest of a changed skill, fetched only for skills that changed.
@@ -155,8 +159,6 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
         rel, real, aligned, current = stack.pop()
         for entry in current:
             name = entry.name
-            if name.startswith("."):
-                continue
             if not rel and name == ENTRY:
                 _entry_stat(entry, listing)
                 continue
@@ -170,6 +172,8 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 linked = entry.is_symlink()
                 if not linked and entry.is_dir(follow_symlinks=False):
                     # The directory's own type from the listing: no stat, it is not in the key.
+                    if name == NOT_OF_THE_SKILL:
+                        continue
                     _descend(listing, stack, visited, rel_path, f"{real}/{name}", aligned)
                     continue
                 st = entry.stat()
@@ -185,6 +189,8 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
                 continue
             if not regular(st.st_mode):
                 if stat_module.S_ISDIR(st.st_mode):  # a link to one (or one since listed)
+                    if name == NOT_OF_THE_SKILL:
+                        continue
                     _descend(listing, stack, visited, rel_path, target or f"{real}/{name}",
                              aligned and target is None)
                 else:
