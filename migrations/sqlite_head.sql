@@ -1,4 +1,4 @@
--- revision 0014
+-- revision 0015
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (
@@ -162,7 +162,7 @@ CREATE TABLE "resource" (
 	xxh3 VARCHAR(32), 
 	sha256 VARCHAR(64), 
 	risks TEXT, 
-	ctime_ns BIGINT, 
+	ctime_ns BIGINT, mode INTEGER, 
 	CONSTRAINT pk_resource PRIMARY KEY (id), 
 	CONSTRAINT uq_resource_candidate_id UNIQUE (candidate_id, rel_path), 
 	CONSTRAINT fk_resource_candidate_id_candidate FOREIGN KEY(candidate_id) REFERENCES candidate (id) ON DELETE CASCADE

@@ -123,6 +123,12 @@ class FileStat:
     device: int
     ctime_ns: int | None = None  # None only in rows stored before ctime was recorded
 
+    def unread_key(self) -> str:
+        """What stands for the bytes of a file too large to read: any write moves its ctime
+        (which no call can set back) and a replacement its inode. The device is left out, as
+        some filesystems number theirs anew at each mount."""
+        return f"stat:{self.size}:{self.mtime_ns}:{self.ctime_ns}:{self.inode}"
+
 
 @dataclass(frozen=True, slots=True)
 class KnownFile:
@@ -182,6 +188,7 @@ class ResourceEntry:
     xxh3: str | None  # None (both) for a file over the size limit: recorded, never read
     sha256: str | None
     risks: str | None = None  # the risk rules' record of the file (index.risk.record)
+    mode: int | None = None  # the permission bits (st_mode & 0o7777)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +342,10 @@ class ManifestFile:
     size: int
     xxh3: str | None  # None (both) for a file over the size limit: never read, never disclosed
     sha256: str | None
+    # Loaded only where an approval or `verify` needs them: the permission bits, and the stat
+    # that stands for the bytes of a file never read.
+    mode: int | None = None
+    stat: FileStat | None = None
 
 
 @dataclass(frozen=True, slots=True)

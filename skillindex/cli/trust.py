@@ -77,9 +77,10 @@ def risks(ctx: click.Context, code: str | None, output: str, as_json: bool) -> N
 def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> None:
     """Approve skill NAME as its files are now, so risk_policy = quarantine serves it.
 
-    The approval is bound to the skill's content (a digest of every file's path and sha256):
-    any change to the skill revokes it, and the skill is quarantined again until approved
-    anew. Review the findings first (`skillindex explain NAME`).
+    The approval is bound to the skill's content (a digest of every file's path, sha256 and
+    execute bits, hidden files included) and to its risk findings: any change to the skill,
+    or a finding the approval did not see, revokes it, and the skill is quarantined again
+    until approved anew. Review the findings first (`skillindex explain NAME`).
 
     \b
     Examples:

@@ -87,7 +87,8 @@ CODES: dict[str, Code] = {
     "file-too-large": Code(
         "A file is over the size limit",
         "SKILL.md is refused over 1 MiB (its frontmatter over 64 KiB); any other file over "
-        "16 MiB is listed by its size but never read or handed to a model."),
+        "16 MiB is listed by its size and stat (a rewrite of it is still a change) but never "
+        "read or handed to a model."),
     "number-too-large": Code(
         "A number too long to read",
         "A number written with more than 100 characters (a huge integer key or value, a long "

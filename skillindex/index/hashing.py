@@ -29,6 +29,11 @@ def file_stat(st: os.stat_result) -> FileStat:
     return FileStat(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns)
 
 
+def executable(mode: int) -> int:
+    """The execute bits of a mode: what an approval binds of it."""
+    return mode & 0o111
+
+
 def same_file_version(a: os.stat_result, b: os.stat_result) -> bool:
     """Whether two stats describe the same version of the same file (the change key)."""
     return (a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_ino, a.st_dev, a.st_mode) == (

@@ -99,7 +99,7 @@ def _rows(scan: SkillScan, verdict: policy.Verdict, parsed: frontmatter.Frontmat
     resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
                   "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
                   "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks,
-                  "ctime_ns": r.stat.ctime_ns}
+                  "ctime_ns": r.stat.ctime_ns, "mode": r.mode}
                  for r in scan.resources]
     return row, findings, resources
 

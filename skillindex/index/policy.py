@@ -22,7 +22,7 @@ KNOWN_FIELDS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "enabled"}
 ) | dialect.FIELDS
 # Bumped whenever a rule changes, so that a reindex re-judges files it would otherwise skip.
-RULES_VERSION = 5
+RULES_VERSION = 6
 # The same for the risk rules (index/risk.py, which names it RULES_VERSION): kept here so that
 # a walk can key a skill without compiling those rules' patterns and matcher.
 RISK_RULES_VERSION = 2

@@ -216,7 +216,12 @@ def _list_skill(top: str, entries: list[os.DirEntry[str]], limits: Limits) -> _L
 
 def _too_large_file(rel_path: str, size: int, largest: int) -> Finding:
     return _warn("file-too-large", f"{rel_path} is {size} bytes; the limit is {largest}: "
-                 "recorded by its size, never read or disclosed", rel_path)
+                 "recorded by its size and stat, never read or disclosed", rel_path)
+
+
+def permissions(st: os.stat_result) -> int:
+    """The mode bits an approval covers (the file's type aside)."""
+    return stat_module.S_IMODE(st.st_mode)
 
 
 def _descend(listing: _Listing, stack: list[tuple[str, str, bool, list[os.DirEntry[str]]]],
@@ -336,8 +341,9 @@ def _record_unread(scan: SkillScan, listing: _Listing) -> None:
     if listing.entry_stat is not None:
         scan.entry_stat = file_stat(listing.entry_stat)
         scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, scan.entry_stat, None,
-                                            None))
-    scan.resources.extend(ResourceEntry(rel, resource_kind(rel), file_stat(st), None, None)
+                                            None, mode=permissions(listing.entry_stat)))
+    scan.resources.extend(ResourceEntry(rel, resource_kind(rel), file_stat(st), None, None,
+                                        mode=permissions(st))
                           for rel, _beneath, st in listing.files)
 
 
@@ -359,11 +365,14 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
         if (old is not None and old.stat == now and risk.current(old.risks)
                 and rel_path != CODEX_SIDECAR):
             scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), old.stat,
-                                                old.xxh3, old.sha256, old.risks))
+                                                old.xxh3, old.sha256, old.risks,
+                                                permissions(st)))
             continue
         if st.st_size > limits.max_file_bytes:
-            scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), now, None,
-                                                None))
+            # Never read: known by its change key (the stat the row keeps), judged by its mode.
+            scan.resources.append(ResourceEntry(
+                rel_path, resource_kind(rel_path), now, None, None,
+                risk.record(risk.judge_file(rel_path, None, st.st_mode)), permissions(st)))
             continue
         try:
             read = skill.read(beneath, keep_limit=risk.TEXT_LIMIT)
@@ -383,13 +392,14 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
         settled = settled and same_file_version(read.raw, st)
         if read.raw.st_size > limits.max_file_bytes:
             scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
-                                                None, None))
+                                                None, None, mode=permissions(read.raw)))
             continue
         judged = risk.record(risk.judge_file(rel_path, read.data, read.raw.st_mode))
         if rel_path == CODEX_SIDECAR:
             scan.sidecar_data = read.data
         scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), read.stat,
-                                            read.xxh3, read.sha256, judged))
+                                            read.xxh3, read.sha256, judged,
+                                            permissions(read.raw)))
     return settled
 
 
@@ -399,7 +409,7 @@ def _read_entry(scan: SkillScan, skill: SkillDir, listed: os.stat_result) -> boo
     scan.entry_stat = file_stat(listed)
     if scan.entry_problem is not None:  # too large: recorded by its stat
         scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, scan.entry_stat, None,
-                                            None))
+                                            None, mode=permissions(listed)))
         return True
     try:
         read = skill.read(ENTRY, keep_limit=MAX_ENTRY_BYTES)
@@ -418,7 +428,8 @@ def _read_entry(scan: SkillScan, skill: SkillDir, listed: os.stat_result) -> boo
     scan.resources.append(ResourceEntry(ENTRY, ResourceKind.ENTRY, read.stat, read.xxh3,
                                         read.sha256,
                                         risk.record(risk.judge_file(ENTRY, read.data,
-                                                                    read.raw.st_mode))))
+                                                                    read.raw.st_mode)),
+                                        permissions(read.raw)))
     if read.data is None:  # it grew after it was listed
         scan.entry_problem = Finding(
             "file-too-large", Severity.ERROR,

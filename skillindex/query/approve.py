@@ -1,5 +1,6 @@
 """Approving a skill under risk_policy = quarantine: the approval is bound to the skill's content
-as it is now (every file's path and hash), so any later change revokes it."""
+as it is now (every file's path, hash and execute bits) and to its risk findings, so any later
+change, or a finding the approval did not see, revokes it."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def approve(store: Library, here: Here, name: str, *, note: str | None,
     cid = winner.candidate.id
     with store.transaction(READ, immediate=False) as session:
         files = queries.manifest_files(session, [cid])
-        digest = trust.manifest_digest(files.get(cid, ()))
         findings = queries.risk_findings(session, [cid], risk.CODES)
+        digest = trust.manifest_digest(files.get(cid, ()), findings.get(cid, ()))
         added = queries.approve(session, here.index_name, name, digest, at=now, note=note)
     return Approval(name=name, digest=digest, path=winner.candidate.path,
                     findings=tuple(findings.get(cid, ())), new=added)

@@ -530,10 +530,14 @@ def _drift(real_dir: Path, entry: ManifestFile, *, skill: str) -> Drift | None:
         return Drift.MISSING
     except (PathRefusedError, FileReadError):  # now a symlink, special, or unreadable
         return Drift.CHANGED
-    if st.st_size != entry.size or entry.sha256 is None:
-        # A file recorded by its size alone (over the limit) is compared by its size.
+    known = entry.stat
+    moved = st.st_size != entry.size or (
+        entry.mode is not None and hashing.executable(st.st_mode) != hashing.executable(entry.mode))
+    if moved or entry.sha256 is None:
+        # A file recorded by its stat alone (over the limit) is compared by its change key.
         os.close(fd)
-        return Drift.CHANGED if st.st_size != entry.size else None
+        rewritten = known is not None and hashing.file_stat(st).unread_key() != known.unread_key()
+        return Drift.CHANGED if moved or rewritten else None
     try:
         read = hashing.read_open(fd, st, keep_limit=-1)
     except OSError:

@@ -213,7 +213,7 @@ def withheld(store: Store, here: Here, resolution: Resolution) -> Resolution:
     risky = store.risky(here, quarantining)
     if risky is None:
         return resolution
-    digests = {cid: trust.manifest_digest(risky.manifests.get(cid, ()))
-               for cid in risky.findings}
+    digests = {cid: trust.manifest_digest(risky.manifests.get(cid, ()), found)
+               for cid, found in risky.findings.items()}
     return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky.findings,
                                                   digests, risky.approved))

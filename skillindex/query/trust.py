@@ -12,15 +12,26 @@ from skillindex.query.resolve import Outcome, Resolution, Verdict, Winner
 QUARANTINED = "quarantined"
 
 
-def manifest_digest(files: Sequence[ManifestFile]) -> str:
-    """The identity of a skill's content: every file's path and sha256, in path order.
+def manifest_digest(files: Sequence[ManifestFile],
+                    findings: Sequence[Finding] = ()) -> str:
+    """What an approval is bound to: every file's path, sha256 and execute bits, in path order,
+    and the skill's risk findings (code and file, as many as there are).
 
-    A file too large to hash counts by its size, so growing it still changes the digest.
+    A file over the size limit, never read, counts by its change key (`FileStat.unread_key`),
+    so a rewrite of the same size still changes the digest. A mode the store does not know yet
+    (a row from before modes were kept) is written `?`, so it can never match one it knows.
+    Rules that find something new in the same bytes change the findings, so they revoke the
+    approval too.
     """
     digest = hashlib.sha256()
     for item in sorted(files, key=lambda f: f.rel_path):
-        content = item.sha256 or f"size:{item.size}"
-        digest.update(f"{item.rel_path}\0{content}\n".encode("utf-8", "surrogateescape"))
+        content = item.sha256 or (item.stat.unread_key() if item.stat is not None
+                                  else f"size:{item.size}")
+        mode = "?" if item.mode is None else f"{item.mode & 0o111:o}"  # the execute bits
+        digest.update(f"{item.rel_path}\0{content}\0{mode}\n".encode("utf-8",
+                                                                     "surrogateescape"))
+    for code, path in sorted((f.code, f.path or "") for f in findings):
+        digest.update(f"finding\0{code}\0{path}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -40,8 +51,9 @@ class Hold:
         what = (f"quarantined: {count} risk finding{'s' if count != 1 else ''} "
                 f"({', '.join(codes)}) under risk_policy = quarantine")
         if self.approved:
-            return (f"{what}; an approval exists but no longer matches: the skill changed "
-                    f"since it was approved (content {self.digest[:12]}); review it, then "
+            return (f"{what}; an approval exists but no longer matches: the skill's files or "
+                    f"findings changed since it was approved (content {self.digest[:12]}); "
+                    f"review it, then "
                     f"`skillindex trust {self.name}`")
         return f"{what}; review it, then `skillindex trust {self.name}` to serve this content"
 

@@ -206,6 +206,8 @@ class Resource(Base):
     ctime_ns: Mapped[int | None] = mapped_column(BigInteger)
     # The risk rules' verdict on this file (index.risk.record); NULL when not judged yet.
     risks: Mapped[str | None] = mapped_column(Text)
+    # The permission bits (st_mode & 0o7777), part of an approval; NULL in rows stored before.
+    mode: Mapped[int | None] = mapped_column(Integer)
 
 
 class Approval(Base):

@@ -411,12 +411,13 @@ def risk_findings(session: Session, candidate_ids: Sequence[int],
     """The findings with these codes of these candidates, by candidate."""
     found: dict[int, list[model.Finding]] = defaultdict(list)
     for chunk in _chunks(list(candidate_ids), 20_000):
-        for cid, code, severity, message in session.execute(
-            select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message)
+        for cid, code, severity, message, path in session.execute(
+            select(Finding.candidate_id, Finding.code, Finding.severity, Finding.message,
+                   Finding.path)
             .where(Finding.candidate_id.in_(chunk), Finding.code.in_(codes))
             .order_by(Finding.candidate_id, Finding.id)
         ):
-            found[cid].append(model.Finding(code, model.Severity(severity), message))
+            found[cid].append(model.Finding(code, model.Severity(severity), message, path))
     return found
 
 
@@ -467,12 +468,14 @@ def manifest_files(session: Session,
     """The manifests of these candidates, each sorted by relative path."""
     found: dict[int, list[model.ManifestFile]] = defaultdict(list)
     for chunk in _chunks(list(candidate_ids), 20_000):
-        for cid, rel, size, xxh3, sha in session.execute(
+        for cid, rel, size, xxh3, sha, mode, mtime, inode, device, ctime in session.execute(
             select(Resource.candidate_id, Resource.rel_path, Resource.size, Resource.xxh3,
-                   Resource.sha256)
+                   Resource.sha256, Resource.mode, Resource.mtime_ns, Resource.inode,
+                   Resource.device, Resource.ctime_ns)
             .where(Resource.candidate_id.in_(chunk)).order_by(Resource.rel_path)
         ):
-            found[cid].append(model.ManifestFile(rel, size, xxh3, sha))
+            found[cid].append(model.ManifestFile(
+                rel, size, xxh3, sha, mode, model.FileStat(size, mtime, inode, device, ctime)))
     return found
 
 

@@ -38,7 +38,7 @@ CANDIDATE_COLUMNS = (
     "host_fields")
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
-                    "risks", "ctime_ns")
+                    "risks", "ctime_ns", "mode")
 BATCH = 2_000
 
 
