@@ -1,4 +1,4 @@
--- revision 0015
+-- revision 0016
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (
@@ -302,6 +302,10 @@ CREATE TABLE usage_day (
 CREATE INDEX ix_usage_day_index_name_day_skill ON usage_day (index_name, day, skill);
 
 CREATE TRIGGER load_event_usage_day AFTER INSERT ON load_event BEGIN INSERT INTO usage_day (index_name, day, skill) SELECT NEW.index_name, substr(NEW.time, 1, 10), NEW.skill WHERE NOT EXISTS (SELECT 1 FROM usage_day WHERE index_name = NEW.index_name AND day = substr(NEW.time, 1, 10) AND skill IS NEW.skill); UPDATE usage_day SET body = body + CASE WHEN NEW.outcome = 'ok' AND NEW.level = 2 THEN 1 ELSE 0 END, resource = resource + CASE WHEN NEW.outcome = 'ok' AND NEW.level = 3 THEN 1 ELSE 0 END, bytes = bytes + CASE WHEN NEW.outcome = 'ok' AND NEW.level >= 2 THEN coalesce(NEW.bytes, 0) ELSE 0 END, refused = refused + CASE WHEN NEW.level >= 2 AND NEW.outcome = 'refused' THEN 1 ELSE 0 END, mismatch = mismatch + CASE WHEN NEW.level >= 2 AND NEW.outcome = 'mismatch' THEN 1 ELSE 0 END, missing = missing + CASE WHEN NEW.level >= 2 AND NEW.outcome = 'missing' THEN 1 ELSE 0 END, not_found = not_found + CASE WHEN NEW.level >= 2 AND NEW.outcome = 'not-found' THEN 1 ELSE 0 END, error = error + CASE WHEN NEW.level >= 2 AND NEW.outcome = 'error' THEN 1 ELSE 0 END, attempts = attempts + CASE WHEN NEW.level >= 2 THEN 1 ELSE 0 END, published = published + CASE WHEN NEW.level = 1 THEN 1 ELSE 0 END, failed = failed + CASE WHEN NEW.level >= 2 AND NEW.outcome <> 'ok' THEN 1 ELSE 0 END, first_load = CASE WHEN NEW.outcome = 'ok' AND NEW.level >= 2 AND (first_load IS NULL OR NEW.time < first_load) THEN NEW.time ELSE first_load END, last_load = CASE WHEN NEW.outcome = 'ok' AND NEW.level >= 2 AND (last_load IS NULL OR NEW.time > last_load) THEN NEW.time ELSE last_load END WHERE index_name = NEW.index_name AND day = substr(NEW.time, 1, 10) AND skill IS NEW.skill; END;
+
+CREATE INDEX ix_candidate_real_path ON candidate (real_path);
+
+CREATE INDEX ix_resolved_winner_candidate ON resolved_winner (set_id, candidate_id);
 
 INSERT INTO "candidate_fts" ("candidate_fts") VALUES ('rebuild');
 

@@ -471,9 +471,23 @@ def main() -> None:
                         "reading skill bodies (scripts/bench_http.py), on SQLite and PostgreSQL")
     parser.add_argument("--http-seconds", type=float, default=10.0,
                         help="how long the HTTP load runs on each backend")
+    parser.add_argument("--registry-scale", type=Path, metavar="DIR",
+                        help="only the freshness and output figures at registry size "
+                        "(scripts/registrybench.py): DIR is the registry extracted, one folder "
+                        "per skill; the sizes default to its own and 100,000; the indexes are "
+                        "kept under --work for the next run")
     args = parser.parse_args()
     SHAPE[0] = args.tree
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    if args.registry_scale:
+        from scripts import registrybench
+
+        work = args.work or Path(tempfile.mkdtemp(prefix="skillindex-registry-"))
+        for size in args.sizes or registrybench.default_sizes(args.registry_scale):
+            result = registrybench.run(args.registry_scale, work, size, args.repeat)
+            print(json.dumps(result) if args.json else registrybench.table(size, result),
+                  flush=True)
+        return
     if args.install:
         pythons = dict(item.split("=", 1) for item in args.install)
         from scripts import freshbench

@@ -174,15 +174,23 @@ def test_a_resolution_is_carried_over_only_when_it_cannot_change(
     assert all(set_id == first for set_id, _ in carried)
     assert index.winner("skill-04").candidate.description == "Edited."
     assert "Edited." in index.catalog(max_chars=10**6).text
-    resolved_again = [
+    # A rename, a rejection, an addition, a removal: the stored resolution is updated in
+    # place, judging only the names they touch (never every candidate again).
+    updated = [
         edit(lambda: write_skill(high, "skill-03", name="renamed"), high / "skill-03"),
         edit(lambda: write_skill(high, "skill-02", "name: skill-02\n"), high / "skill-02"),
         edit(lambda: (write_skill(high, "fresh"), write_skill(high, "skill-04")),
              high / "fresh", high / "skill-04"),
         edit(lambda: shutil.rmtree(low / "skill-00"), low / "skill-00"),
         edit(lambda: edit_one_remove_another(high), high / "skill-04", high / "skill-05")]
-    assert [kept for _, kept in resolved_again] == [False] * 5
+    assert [kept for _, kept in updated] == [True] * 5
+    assert all(set_id == first for set_id, _ in updated)
     assert index.winner("skill-02").candidate.root == low  # its copy in high is rejected now
+    # A change of more candidates than an update in place takes resolves everything again.
+    monkeypatch.setattr(resolved, "CHANGE_MAX", 1)
+    _, kept = edit(lambda: (write_skill(high, "one", name="one"), write_skill(high, "two")),
+                   high / "one", high / "two")
+    assert not kept
 
 
 def test_an_edit_drops_the_other_resolutions_over_its_root(tmp_path: Path,

@@ -33,14 +33,17 @@ from skillindex.store import queries
 from skillindex.store.engine import IMMEDIATE
 from skillindex.store.lock import HeldLock
 from skillindex.store.queries import RootWrite
+from skillindex.store.resolved import Change
 from skillindex.store.staging import Stage
 
 Progress = Callable[[int, int | None, str], None]  # (skills done, expected or None, root)
 # Per root path, the entries directly under it to rescan (None: all of them).
 Targets = Mapping[str, frozenset[str] | None]
-# After the writes, in their transaction: the roots whose candidates changed, and the (old id,
-# new id) of every replaced candidate when nothing resolution reads of them changed, else None.
-AfterWrite = Callable[[Session, Sequence[str], Sequence[tuple[int, int]] | None], None]
+# After the writes, in their transaction: the roots whose candidates changed, the (old id, new
+# id) of every replaced candidate when nothing resolution reads of them changed (else None),
+# and what the write removed and added when it was small (else None).
+AfterWrite = Callable[[Session, Sequence[str], Sequence[tuple[int, int]] | None,
+                       Change | None], None]
 
 
 def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: Path,
@@ -75,7 +78,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     # Before any write: a reindex whose lock was taken over as stale may find
                     # its skills written meanwhile, and must say so, not fail on a duplicate.
                     lock.verify(session)
-                run_id, replaced = queries.apply_reindex(
+                run_id, replaced, change = queries.apply_reindex(
                     session, index_name=index_name, started_at=started,
                     finished_at=datetime.now(UTC), cwd=str(cwd), all_roots=all_roots,
                     roots=writes, stage=stage,
@@ -83,7 +86,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     duration_s=time.perf_counter() - clock)
                 if after_write is not None:
                     after_write(session, [str(w.spec.path) for w in writes if w.changed],
-                                replaced)
+                                replaced, change)
                 session.close()
         finally:
             stage.drop()

@@ -63,15 +63,20 @@ def _stored_key(store: Library, here: Here) -> str | None:
 
 
 def _materialize(session: Session, changed: Sequence[str],
-                 replaced: Sequence[tuple[int, int]] | None, *, here: Here,
-                 previous: str | None) -> None:
+                 replaced: Sequence[tuple[int, int]] | None, change: resolved.Change | None,
+                 *, here: Here, previous: str | None) -> None:
     """In the reindex's write transaction: resolve this directory's roots. A write that only
     replaced skills without changing what resolution reads of them (an edited description or
-    body) carries the stored resolution over instead of resolving every skill again."""
+    body) carries the stored resolution over; one that added, removed or renamed a few
+    updates it in place, judging only the names it touched; any other resolves every skill
+    again."""
     carried = None
     if previous is not None and replaced is not None:  # none is stored when quarantining
         carried = winners.carry(session, here.index_name, here.roots, here.rules, previous,
                                 replaced)
+    if carried is None and previous is not None and change is not None:
+        carried = winners.update(session, here.index_name, here.roots, here.rules, previous,
+                                 change)
     resolved.drop_sets_over(session, here.index_name, changed, keep=carried)
     if here.quarantining:
         return  # what is withheld depends on approvals, which change without a reindex

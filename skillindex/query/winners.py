@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,8 +68,123 @@ def carry(session: Session, index_name: str, roots: Sequence[RootSpec], rules: R
     return found
 
 
+def update(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules,
+           previous: str, change: resolved.Change) -> int | None:
+    """In a reindex's write transaction, after a write that added, removed or changed a few
+    candidates (`change`): the resolution stored under `previous` (these roots' key before the
+    write) brought up to date in place, and its id; None when none was stored, or when it
+    has to be written again whole (no room left between two ordinals).
+
+    Only the names the change touches are judged again, with every candidate that shares a
+    real directory with one of theirs (one copy counts) and, under `qualify`, every contested
+    name (a qualified name avoids every name in use). Their winners are compared with the
+    stored ones: a winner that stays keeps its row, one that goes is deleted, one that comes
+    takes an ordinal between its neighbours' in catalog order (`_place`).
+    """
+    found = resolved.set_id(session, index_name, previous)
+    if found is None:
+        return None
+    specs = {str(spec.path): spec for spec in roots}
+    paths = list(specs)
+    names = {name for _cid, name, _real in change.removed if name is not None}
+    reals = {real for _cid, _name, real in change.removed if real is not None}
+    if rules.policy == resolve.QUALIFY:
+        names |= resolved.contested(session, index_name, paths)
+    rows = resolved.related(session, index_name, paths, names=names, reals=reals,
+                            ids=change.added)
+    while True:  # widened until every copy of every judged name is in
+        more_names = {row[1] for row in rows} - names
+        more_reals = {row[5] for row in rows if row[5] is not None} - reals
+        if not more_names and not more_reals:
+            break
+        names |= more_names
+        reals |= more_reals
+        rows = resolved.related(session, index_name, paths, names=names, reals=reals)
+    stale = {cid for cid, _name, _real in change.removed}  # SQLite may give an id again
+    judged = {row[0] for row in rows} | stale
+    stored = {cid: (ordinal, name, collision)
+              for ordinal, name, cid, collision in resolved.winners_of(session, found,
+                                                                       sorted(judged))}
+    taken: list[str] = []
+    if rules.policy == resolve.QUALIFY:  # the names in use that are not judged again
+        taken = [name for name, cid in resolved.winner_rows(session, found)
+                 if cid not in judged]
+    fresh = [(name, cid, collision)
+             for name, cid, collision in materialize(rows, roots, rules, taken=taken)]
+    kept = {cid for _name, cid, _collision in fresh if cid not in stale}
+    gone = [ordinal for cid, (ordinal, _name, _collision) in stored.items() if cid not in kept]
+    renamed = [(stored[cid][0], name, collision) for name, cid, collision in fresh
+               if cid in kept and cid in stored and stored[cid][1:] != (name, collision)]
+    added = [item for item in fresh if item[1] not in kept or item[1] not in stored]
+    resolved.edit_winners(session, found, gone, renamed, len(added) - len(gone))
+    where = {row[0]: (row[3], row[4]) for row in rows}
+    gaps = [_gap(session, found, _rank(specs, *where[cid]), specs) for _name, cid, _c in added]
+    for (above, below), group in itertools.groupby(zip(gaps, added, strict=True),
+                                                   key=itemgetter(0)):
+        members = [item for _gap_of, item in group]
+        ordinals = _spread(above, below, len(members))
+        if ordinals is None:
+            resolved.drop_sets(session, [found])
+            return None
+        for ordinal, (name, cid, collision) in zip(ordinals, members, strict=True):
+            resolved.add_winner(session, found, ordinal, name, cid, collision)
+    resolved.rekey(session, found, key(session, index_name, roots, rules), ())
+    return found
+
+
+def _rank(specs: dict[str, RootSpec], root: str, skill: str) -> tuple[int, int, str]:
+    """Where a candidate stands in catalog order (as `materialize` sorts)."""
+    spec = specs[root]
+    return -spec.precedence, spec.position, skill
+
+
+def _gap(session: Session, set_id: int, rank: tuple[int, int, str],
+         specs: dict[str, RootSpec]) -> tuple[int, int | None]:
+    """The ordinals of the stored winners just before and just after a winner of this rank in
+    catalog order (0 when none is before it, None when none is after it), found by halving
+    the ordinals between them: a few probes of the primary key, never the whole set."""
+    above, below = 0, None
+    while True:
+        if below is None:
+            last = resolved.neighbour(session, set_id, above, None, last=True)
+            if last is None:
+                return above, None
+            if _rank(specs, *last[1:]) < rank:
+                return last[0], None
+            below = last[0]
+            continue
+        middle = (above + below) // 2
+        before = resolved.neighbour(session, set_id, above, middle, last=True)
+        after = resolved.neighbour(session, set_id, max(above, middle - 1), below, last=False)
+        if before is not None:
+            if rank < _rank(specs, *before[1:]):
+                below = before[0]
+                continue
+            above = before[0]
+        if after is not None:
+            if _rank(specs, *after[1:]) < rank:
+                above = after[0]
+                continue
+            below = after[0]
+        # Nothing is stored between `before` and `after`, the last below the middle and the
+        # first from it on: the gap is found.
+        return above, below
+
+
+def _spread(above: int, below: int | None, count: int) -> list[int] | None:
+    """`count` ordinals evenly between `above` and `below` (None: after the last winner), or
+    None when they do not fit."""
+    if below is None:
+        ordinals = [above + resolved.GAP * step for step in range(1, count + 1)]
+        return ordinals if ordinals[-1] <= resolved.LAST_ORDINAL else None
+    if below - above <= count:
+        return None
+    return [above + (below - above) * step // (count + 1) for step in range(1, count + 1)]
+
+
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
-                contested: Collection[str] | None = None) -> Iterator[Materialized]:
+                contested: Collection[str] | None = None,
+                taken: Iterable[str] = ()) -> Iterator[Materialized]:
     """The winners `resolve.resolve` would give, in its order, from a few columns per candidate.
 
     Names declared once (nearly all of them) need no Candidate at all; only the candidates of a
@@ -77,6 +192,8 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
     more than are (the store counts names before filters); None counts them here. A row's real
     directory may be None where no other row shares it (see `resolved.resolvable`). The
     winners are yielded in order, so a resolution of 100,000 skills is written without a copy.
+    `taken`: names in use besides these rows' (what `qualify` must avoid), when `rows` are
+    only some of the roots' candidates.
     """
     if rules.policy not in COLLISION_POLICIES:
         raise ValueError(f"unknown collision policy {rules.policy!r}")
@@ -109,13 +226,14 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
         eligible.append(row)
     del by_root
     # Qualified names must avoid every name in use; no other policy asks.
-    taken = resolve.Names(row[1] for row in eligible if rules.policy == resolve.QUALIFY)
+    names = resolve.Names(itertools.chain((row[1] for row in eligible), taken)
+                          if rules.policy == resolve.QUALIFY else ())
     judged: dict[int, Materialized | None] = {}
     for name, members in groups.items():
         if len(members) < 2:
             continue
         group = [_candidate(eligible[number], specs) for number in members]
-        verdicts = resolve.apply_policy(name, group, rules.policy, taken)
+        verdicts = resolve.apply_policy(name, group, rules.policy, names)
         collision = resolve.collision_of(name, rules.policy, verdicts)
         text = None if collision is None else json.dumps(collision.as_dict())
         for number, verdict in zip(members, verdicts, strict=True):

@@ -136,6 +136,7 @@ class Candidate(Base):
     __table_args__ = (
         UniqueConstraint("root_id", "rel_dir"),
         Index("ix_candidate_name", "name"),
+        Index("ix_candidate_real_path", "real_path"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -275,7 +276,8 @@ class ResolvedWinner(Base):
     """
 
     __tablename__ = "resolved_winner"
-    __table_args__ = (Index("ix_resolved_winner_name", "set_id", "name"),)
+    __table_args__ = (Index("ix_resolved_winner_name", "set_id", "name"),
+                      Index("ix_resolved_winner_candidate", "set_id", "candidate_id"))
 
     set_id: Mapped[int] = mapped_column(ForeignKey("resolved_set.id", ondelete="CASCADE"),
                                         primary_key=True)

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from skillindex import model
 from skillindex.model import KnownFile, KnownSkill
-from skillindex.store import chain, sql
+from skillindex.store import chain, resolved, sql
 from skillindex.store.models import (
     Approval,
     Base,
@@ -161,12 +161,14 @@ def _clear_scan_issues(session: Session, roots: Sequence[RootWrite],
 def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
                   finished_at: datetime, cwd: str, all_roots: bool, roots: Sequence[RootWrite],
                   stage: Stage, counts: dict[str, int], duration_s: float,
-                  ) -> tuple[int, list[tuple[int, int]] | None]:
+                  ) -> tuple[int, list[tuple[int, int]] | None, resolved.Change | None]:
     """Write one reindex as a whole: the run, its roots, removed and staged candidates.
 
-    Returns the run's id and, when every change replaced skills without touching what
-    resolution reads of them (`Stage.keeps_resolution`), the (old id, new id) of each; else
-    None. `session` must be bound to the stage's connection: the staged rows live there.
+    Returns the run's id; when every change replaced skills without touching what
+    resolution reads of them (`Stage.keeps_resolution`), the (old id, new id) of each, else
+    None; and the change itself (`resolved.Change`) when it removed and added at most
+    `resolved.CHANGE_MAX` candidates, else None. `session` must be bound to the stage's
+    connection: the staged rows live there.
     """
     run_id = session.execute(text(sql.INSERT_RUN), run_row(
         index_name=index_name, started_at=started_at, finished_at=finished_at, cwd=cwd,
@@ -206,10 +208,13 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
         session.execute(delete(CatalogCache).where(CatalogCache.index_name == index_name))
     removed = [cid for write in roots for cid in write.removed]
     kept = stage.keeps_resolution(removed)
+    small = len(removed) + stage.count <= resolved.CHANGE_MAX
+    gone = resolved.removed_rows(session, removed) if small else ()
     for chunk in _chunks(removed, 20_000):
         session.execute(delete(Candidate).where(Candidate.id.in_(chunk)))
     stage.move(index_name, run_id)
-    return int(run_id), stage.replacements(index_name) if kept else None
+    change = resolved.Change(gone, tuple(stage.added(index_name))) if small else None
+    return int(run_id), stage.replacements(index_name) if kept else None, change
 
 
 @functools.cache

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
@@ -16,6 +17,36 @@ from skillindex.store.models import Candidate, ResolvedSet, ResolvedWinner, Root
 
 RESOLVED_SETS = 32  # resolutions kept per index (working directories and settings seen)
 PAGE = 2_000  # rows a streamed read holds at once
+# Winners are written GAP apart in catalog order, so that a winner added later takes an ordinal
+# between its neighbours' and no other row moves (`place`). Ten additions in one gap fill it;
+# the set is then written again. 2**31 / GAP = 2,097,151 winners fit the column.
+GAP = 1_024
+LAST_ORDINAL = 2**31 - 1
+# A reindex that removes or adds more candidates than this resolves its roots from scratch.
+CHANGE_MAX = 2_000
+
+ResolvableRow = tuple[int, str, bool, str, str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one reindex's write did to the candidates: the (id, name, real directory) of each
+    it deleted, read before the delete, and the ids of those it added (a changed skill is
+    both). The names and directories a stored resolution must judge again start here."""
+
+    removed: tuple[tuple[int, str | None, str | None], ...]
+    added: tuple[int, ...]
+
+
+def removed_rows(session: Session, ids: Sequence[int],
+                 ) -> tuple[tuple[int, str | None, str | None], ...]:
+    """(id, name, real directory) of these candidates, before they are deleted."""
+    found: list[tuple[int, str | None, str | None]] = []
+    for start in range(0, len(ids), 500):
+        found.extend((int(cid), name, real) for cid, name, real in session.execute(
+            select(Candidate.id, Candidate.name, Candidate.real_path)
+            .where(Candidate.id.in_(list(ids[start:start + 500])))))
+    return tuple(found)
 
 
 def root_runs(session: Session, index_name: str, paths: Sequence[str]) -> list[tuple[str, int]]:
@@ -36,8 +67,25 @@ def set_id(session: Session, index_name: str, key: str) -> int | None:
 RESOLVED_COLUMNS = ("name", "enabled", "status", "skill_path", "real_path")
 
 
+def _usable(index_name: str, paths: Sequence[str]) -> tuple[Any, ...]:
+    return (Root.index_name == index_name, Root.path.in_(list(paths)),
+            Candidate.status == "accepted", Candidate.name.is_not(None))
+
+
+def _repeated(session: Session, column: Any, usable: tuple[Any, ...]) -> set[str]:
+    """The values of `column` more than one usable candidate holds."""
+    return {value for (value,) in session.connection().execute(
+        select(column).join(Root, Root.id == Candidate.root_id).where(*usable)
+        .group_by(column).having(func.count() > 1))}
+
+
+def contested(session: Session, index_name: str, paths: Sequence[str]) -> set[str]:
+    """The names more than one accepted candidate of these roots declares."""
+    return _repeated(session, Candidate.name, _usable(index_name, paths)) if paths else set()
+
+
 def resolvable(session: Session, index_name: str, paths: Sequence[str],
-               ) -> tuple[list[tuple[int, str, bool, str, str, str | None]], set[str]]:
+               ) -> tuple[list[ResolvableRow], set[str]]:
     """What resolution needs of every accepted, named candidate of these roots:
     (id, name, enabled, root path, SKILL.md path, real directory), and the names more than
     one of them declares. The real directory is given only where another candidate shares it
@@ -46,16 +94,10 @@ def resolvable(session: Session, index_name: str, paths: Sequence[str],
     skills each of these is tens of megabytes."""
     if not paths:
         return [], set()
-    usable = (Root.index_name == index_name, Root.path.in_(list(paths)),
-              Candidate.status == "accepted", Candidate.name.is_not(None))
+    usable = _usable(index_name, paths)
     connection = session.connection()
-
-    def repeated(column: Any) -> set[str]:
-        return {value for (value,) in connection.execute(
-            select(column).join(Root, Root.id == Candidate.root_id).where(*usable)
-            .group_by(column).having(func.count() > 1))}
-
-    shared, contested = repeated(Candidate.real_path), repeated(Candidate.name)
+    shared = _repeated(session, Candidate.real_path, usable)
+    named = _repeated(session, Candidate.name, usable)
     rows = connection.execute(
         select(Candidate.id, Candidate.name, Candidate.enabled, Root.path, Candidate.skill_path,
                Candidate.real_path)
@@ -63,7 +105,30 @@ def resolvable(session: Session, index_name: str, paths: Sequence[str],
     roots: dict[str, str] = {}
     return [(int(cid), str(name), bool(enabled), roots.setdefault(root, root), skill,
              real if real in shared else None)
-            for cid, name, enabled, root, skill, real in rows], contested
+            for cid, name, enabled, root, skill, real in rows], named
+
+
+def related(session: Session, index_name: str, paths: Sequence[str], *,
+            names: Collection[str] = (), reals: Collection[str] = (),
+            ids: Collection[int] = ()) -> list[ResolvableRow]:
+    """The rows of `resolvable` (real directories all given) that declare one of `names`, live
+    in one of `reals` or are one of `ids`: through the name, real directory and primary key
+    indexes, never the whole table."""
+    if not paths:
+        return []
+    usable = _usable(index_name, paths)
+    found: dict[int, ResolvableRow] = {}
+    for column, values in ((Candidate.name, sorted(names)), (Candidate.real_path, sorted(reals)),
+                           (Candidate.id, sorted(ids))):
+        for start in range(0, len(values), 500):
+            # `root_id + 0`: SQLite would walk every candidate of the roots otherwise.
+            for cid, name, enabled, root, skill, real in session.connection().execute(
+                    select(Candidate.id, Candidate.name, Candidate.enabled, Root.path,
+                           Candidate.skill_path, Candidate.real_path)
+                    .join(Root, Root.id == Candidate.root_id + 0)
+                    .where(*usable, column.in_(values[start:start + 500]))):
+                found[int(cid)] = (int(cid), str(name), bool(enabled), root, skill, real)
+    return list(found.values())
 
 
 def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
@@ -74,7 +139,7 @@ def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
         insert(ResolvedSet).returning(ResolvedSet.id),
         [{"index_name": index_name, "key": key, "roots": json.dumps(sorted(roots)),
           "winners": 0}]).scalar_one())
-    ordinals, pending = itertools.count(1), iter(winners)
+    ordinals, pending = itertools.count(GAP, GAP), iter(winners)
     written = 0
     # Core, not the ORM's bulk insert: one executemany a chunk, no per-row bookkeeping.
     statement = insert(ResolvedWinner)
@@ -136,6 +201,69 @@ def rekey(session: Session, set_id: int, key: str, replaced: Sequence[tuple[int,
     session.execute(update(ResolvedSet).where(ResolvedSet.id == set_id).values(key=key))
 
 
+def winners_of(session: Session, set_id: int, ids: Sequence[int],
+               ) -> list[tuple[int, str, int, str | None]]:
+    """(ordinal, catalog name, candidate id, collision JSON) of the winners that are these
+    candidates."""
+    found: list[tuple[int, str, int, str | None]] = []
+    for start in range(0, len(ids), 500):
+        found.extend((int(ordinal), str(name), int(cid), collision)
+                     for ordinal, name, cid, collision in session.execute(
+            select(ResolvedWinner.ordinal, ResolvedWinner.name, ResolvedWinner.candidate_id,
+                   ResolvedWinner.collision)
+            .where(ResolvedWinner.set_id == set_id,
+                   ResolvedWinner.candidate_id.in_(list(ids[start:start + 500])))))
+    return found
+
+
+# The first or last winner of a set between two ordinals, and where its candidate stands:
+# one seek of the primary key and two of candidate and root (`neighbour`).
+_NEIGHBOUR = (
+    "SELECT w.ordinal, r.path, c.skill_path FROM resolved_winner w "
+    "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
+    "WHERE w.set_id = :set_id AND w.ordinal > :above{below} ORDER BY w.ordinal{order} LIMIT 1")
+_NEIGHBOURS = {(bounded, last): text(_NEIGHBOUR.format(
+    below=" AND w.ordinal < :below" if bounded else "", order=" DESC" if last else ""))
+    for bounded in (False, True) for last in (False, True)}
+
+
+def neighbour(session: Session, set_id: int, above: int, below: int | None, *,
+              last: bool) -> tuple[int, str, str] | None:
+    """(ordinal, root path, SKILL.md path) of the first (or `last`) winner whose ordinal lies
+    strictly between `above` and `below` (None: no upper bound); None when there is none."""
+    row = session.connection().execute(_NEIGHBOURS[below is not None, last], {
+        "set_id": set_id, "above": above, "below": below}).first()
+    return None if row is None else (int(row[0]), str(row[1]), str(row[2]))
+
+
+def edit_winners(session: Session, set_id: int, gone: Sequence[int],
+                 renamed: Sequence[tuple[int, str, str | None]], count: int) -> None:
+    """Delete the winners at the `gone` ordinals, give those at the `renamed` ones (ordinal,
+    catalog name, collision JSON) their new name and collision, and add `count` to the set's
+    number of winners."""
+    for start in range(0, len(gone), 500):
+        session.execute(delete(ResolvedWinner).where(
+            ResolvedWinner.set_id == set_id,
+            ResolvedWinner.ordinal.in_(list(gone[start:start + 500]))))
+    if renamed:
+        session.connection().execute(
+            update(ResolvedWinner)
+            .where(ResolvedWinner.set_id == set_id, ResolvedWinner.ordinal == bindparam("at"))
+            .values(name=bindparam("new_name"), collision=bindparam("new_collision")),
+            [{"at": at, "new_name": name, "new_collision": collision}
+             for at, name, collision in renamed])
+    if count:
+        session.execute(update(ResolvedSet).where(ResolvedSet.id == set_id)
+                        .values(winners=ResolvedSet.winners + count))
+
+
+def add_winner(session: Session, set_id: int, ordinal: int, name: str, cid: int,
+               collision: str | None) -> None:
+    session.connection().execute(insert(ResolvedWinner), [{
+        "set_id": set_id, "ordinal": ordinal, "name": name, "candidate_id": cid,
+        "collision": collision}])
+
+
 def winner_row(session: Session, set_id: int, name: str) -> Any:
     return session.execute(text(sql.WINNER_BY_NAME), {"set_id": set_id, "name": name}).first()
 
@@ -167,6 +295,13 @@ def descriptions(session: Session, ids: Sequence[int]) -> dict[int, str]:
             if description is not None:
                 found[cid] = description
     return found
+
+
+def winner_rows(session: Session, set_id: int) -> list[tuple[str, int]]:
+    """(catalog name, candidate id) of every winner of the set."""
+    return [(str(name), int(cid)) for name, cid in session.connection().execute(
+        select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+        .where(ResolvedWinner.set_id == set_id))]
 
 
 def winner_names(session: Session, set_id: int) -> list[str]:

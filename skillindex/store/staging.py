@@ -166,6 +166,14 @@ class Stage:
             .where(staged.c.previous_id.is_not(None)))
         return [(int(old), int(new)) for old, new in found]
 
+    def added(self, index_name: str) -> list[int]:
+        """After `move`: the ids of every candidate it added."""
+        if not self._created:
+            return []
+        _root, _with_root, placed = self._placed(index_name)
+        return [int(cid) for (cid,) in self.connection.execute(
+            select(CANDIDATE.c.id).select_from(placed))]
+
     def _placed(self, index_name: str) -> tuple[Any, Join, Join]:
         """The staged candidates' root (an alias), the staged candidates joined to it, and
         that joined to the candidate stored at the same place (root and directory)."""
