@@ -17,7 +17,7 @@ import sqlite3
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote
 
 from skillindex.errors import ReadOnlyIndexWarning
 from skillindex.store import sql
@@ -88,7 +88,17 @@ def _configured(connection: sqlite3.Connection, pragmas: tuple[str, ...]) -> sql
 
 def _uri(path: str, mode: str) -> str:
     query = "mode=ro&immutable=1" if mode == IMMUTABLE else "mode=ro"
-    return f"file:{pathname2url(os.path.abspath(path))}?{query}"
+    return f"file:{_url_path(os.path.abspath(path))}?{query}"
+
+
+def _url_path(path: str) -> str:
+    """`urllib.request.pathname2url`, which on POSIX is `quote`: urllib.request itself
+    imports http.client, email and ssl, which every one-shot command would pay for."""
+    if os.name == "nt":  # pragma: no cover - drive letters and backslashes
+        from urllib.request import pathname2url  # noqa: PLC0415
+
+        return pathname2url(path)
+    return quote(path)
 
 
 def _nothing_can_write(path: Path) -> bool:
