@@ -354,8 +354,9 @@ IMPORTS = textwrap.dedent("""
         main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-    # Nor the risk rules' matcher: only what reads skill files for a reindex needs it.
-    heavy = ("sqlalchemy", "alembic", "yaml", "ahocorasick_rs")
+    # Nor the risk rules' matcher: only what reads skill files for a reindex needs it. Nor
+    # the HTTP client and TLS (what urllib.request brings): nothing here speaks to a network.
+    heavy = ("sqlalchemy", "alembic", "yaml", "ahocorasick_rs", "ssl", "http", "email")
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
     print(code, " ".join(loaded), file=sys.stderr)
 """)
