@@ -181,7 +181,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
     assert watcher.stdout is not None
     latencies, catalogs, total = [], [], []
     try:
-        _next_pass(watcher, 600)  # the first, full reindex
+        next_pass(watcher, 600)  # the first, full reindex
         # Then the watcher sets its watches up (a walk of every directory): idle is measured
         # once a second of it costs under 2% of a core, and the time that took is reported.
         began = time.perf_counter()
@@ -202,7 +202,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
                 skill_md.write_text(original.replace("description: ", f"description: {marker} ",
                                                      1))
                 # The watcher reports each pass once its transaction has committed.
-                _next_pass(watcher, 120)
+                next_pass(watcher, 120)
                 committed = time.perf_counter()
                 # The first catalog after a reindex; every skill in full, so the edit shows.
                 if marker not in index.catalog(max_chars=10**9).text:
@@ -213,7 +213,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
                 total.append(done - started)
                 time.sleep(0.5)
                 while select.select([watcher.stdout], [], [], 0)[0]:
-                    _next_pass(watcher, 1)  # a burst split in two passes: not the next edit's
+                    next_pass(watcher, 1)  # a burst split in two passes: not the next edit's
         skill_md.write_text(original)
     finally:
         watcher.send_signal(signal.SIGINT)
@@ -228,7 +228,7 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
             "watch_settle_s": settled, "watch_idle_cpu_percent": idle * 100}
 
 
-def _next_pass(watcher: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
+def next_pass(watcher: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
     assert watcher.stdout is not None
     ready, _, _ = select.select([watcher.stdout], [], [], timeout)
     if not ready:

@@ -89,14 +89,11 @@ def _write(directory: Path, name: str, description: str) -> None:
         f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nThe steps.\n")
 
 
-def cli(config: Path, db: Path, cwd: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "skillindex", "--config", str(config), "--db", str(db),
-            "--cwd", str(cwd), *args]
-
-
 def base_index(config: Path, work: Path, size: int, start: Path | None) -> Path:
     """The index of the layout, built once (from `start`, an index of fewer roots, when
     given: only the new root is read) and kept."""
+    from scripts.freshbench import cli
+
     base = work / f"base-{size}.sqlite"
     if base.exists():
         return base
@@ -206,6 +203,7 @@ def in_process(config: Path, base: Path, work: Path, repeat: int) -> dict[str, f
 
 def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, float]:
     """Write to visible in the catalog under `skillindex watch`, per kind of change."""
+    from scripts.freshbench import cli, next_pass
     from skillindex import SkillIndex
 
     db = work / "watched.sqlite"
@@ -216,20 +214,20 @@ def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, floa
                                stdout=subprocess.PIPE, bufsize=0, stderr=subprocess.DEVNULL)
     times: dict[str, list[float]] = {}
     try:
-        _next_pass(watcher, 1800)  # the first, full pass
+        next_pass(watcher, 1800)  # the first, full pass
         time.sleep(5)  # its watches set up
         _drain(watcher)
         with SkillIndex.open(config, db=str(db), cwd=work) as index:
             for number in range(repeat):
                 for kind in KINDS:
                     changes.prepare()
-                    _next_pass(watcher, 120)
+                    next_pass(watcher, 120)
                     time.sleep(1)
                     _drain(watcher)
                     index.catalog()
                     started = time.perf_counter()
                     _path, query, shows = changes.apply(kind, 100 + number)
-                    _next_pass(watcher, 120)
+                    next_pass(watcher, 120)
                     committed = time.perf_counter()
                     text = index.catalog(query=query).text
                     done = time.perf_counter()
@@ -249,21 +247,12 @@ def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, floa
     return {key: statistics.median(values) for key, values in times.items()}
 
 
-def _next_pass(watcher: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
-    assert watcher.stdout is not None
-    ready, _, _ = select.select([watcher.stdout], [], [], timeout)
-    if not ready:
-        raise RuntimeError(f"the watcher reported no pass in {timeout:.0f} s")
-    line = watcher.stdout.readline()
-    if not line:
-        raise RuntimeError("the watcher ended")
-    return dict(json.loads(line))
-
-
 def _drain(watcher: subprocess.Popen[bytes]) -> None:
+    from scripts.freshbench import next_pass
+
     assert watcher.stdout is not None
     while select.select([watcher.stdout], [], [], 0)[0]:
-        _next_pass(watcher, 1)
+        next_pass(watcher, 1)
 
 
 def outputs(config: Path, base: Path, work: Path, repeat: int) -> dict[str, float]:

@@ -11,14 +11,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from skillindex.api import SkillIndex
 from skillindex.index.indexer import targets_of
 from skillindex.model import RootSpec, Scope
-from skillindex.query import winners
-from skillindex.query.resolve import Rules
 from skillindex.store import queries, resolved
-from skillindex.store.models import ResolvedSet, ResolvedWinner
+from skillindex.store.models import ResolvedSet
 from tests.conftest import OpenIndex, write_skill
+from tests.test_incremental import stored_and_fresh
 
 
 def make_tree(root: Path, count: int) -> None:
@@ -113,22 +111,6 @@ def test_a_root_never_indexed_is_scanned_whole() -> None:
     assert targets_of(["/s/pdf/SKILL.md"], ROOTS, set()) == {"/s": None}
 
 
-def _stored_and_fresh(index: SkillIndex) -> tuple[int, list[tuple[Any, ...]], list[Any]]:
-    """The stored resolution of the index's roots (its id and rows in order) and the same
-    resolved from scratch, as (catalog name, candidate id, collision JSON)."""
-    roots, rules = index.plan.roots, Rules.from_settings(index.settings)
-    with Session(index.engine) as session:
-        set_id = winners.lookup(session, index.index_name, roots, rules)
-        assert set_id is not None
-        stored = [tuple(row) for row in session.execute(
-            select(ResolvedWinner.name, ResolvedWinner.candidate_id, ResolvedWinner.collision)
-            .where(ResolvedWinner.set_id == set_id).order_by(ResolvedWinner.ordinal))]
-        rows, contested = resolved.resolvable(session, index.index_name,
-                                              [str(spec.path) for spec in roots])
-        fresh = list(winners.materialize(rows, roots, rules, contested))
-    return set_id, stored, fresh
-
-
 def edit_one_remove_another(root: Path) -> None:
     write_skill(root, "skill-04", description="Once more.")
     shutil.rmtree(root / "skill-05")
@@ -145,7 +127,7 @@ def test_a_resolution_is_carried_over_only_when_it_cannot_change(
     make_tree(low, 3)  # skill-00..02 declared in both roots: contested names
     index = open_index(high, low)
     index.reindex()
-    first, stored, fresh = _stored_and_fresh(index)
+    first, stored, fresh = stored_and_fresh(index)
     assert stored == fresh and any(collision for _, _, collision in stored)
 
     resolutions = []  # every time a reindex resolves the candidates again (a spy, no stub)
@@ -161,7 +143,7 @@ def test_a_resolution_is_carried_over_only_when_it_cannot_change(
         resolutions.clear()
         index.reindex(paths=list(paths) or None)
         monkeypatch.setattr(resolved, "resolvable", resolvable)
-        after, stored, fresh = _stored_and_fresh(index)
+        after, stored, fresh = stored_and_fresh(index)
         assert stored == fresh
         return after, not resolutions
 
