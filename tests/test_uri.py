@@ -263,6 +263,98 @@ def test_keep_all_serves_no_uri_that_names_two_skills(home: Path) -> None:
     assert "skill://other/SKILL.md" in served.digests
 
 
+def collided(index: SkillIndex) -> dict[str, list[str]]:
+    """The `uri-collision` messages the index holds, by SKILL.md path under the tree."""
+    found: dict[str, list[str]] = {}
+    for candidate in index.candidates(code="uri-collision"):
+        found[str(candidate.path)] = [f.message for f in candidate.findings
+                                      if f.code == "uri-collision"]
+    return found
+
+
+def plugin_tree(home: Path, db_url: str) -> Tree:
+    """A plugin `kit` with the skill `kit:pdf`, beside a user skill `kit` holding pdf/SKILL.md."""
+    plugins = home / "home" / ".claude" / "plugins"
+    install = plugins / "cache" / "kit"
+    tree = Tree(home, db_url, [Root("user", 100)])
+    tree.skill("user", "kit", "kit")
+    tree.file("user/kit/pdf/SKILL.md", b"# a file of kit\n")
+    tree.file(str((install / "skills" / "pdf" / "SKILL.md").relative_to(home)),
+              b"---\nname: pdf\ndescription: d\n---\n# the plugin's\n")
+    tree.write()
+    registry = {"version": 2, "plugins": {"kit@market": [{"installPath": str(install)}]}}
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps(registry))
+    tree.config.write_text(tree.config.read_text().replace("presets = false", "presets = true"))
+    return tree
+
+
+def test_the_reindex_records_a_plugin_beside_a_skill_of_its_name_on_both(
+        home: Path, db_url: str) -> None:
+    tree = plugin_tree(home, db_url)
+    kit = home / "user" / "kit" / "SKILL.md"
+    with tree.open() as index:
+        index.reindex()
+        found = collided(index)
+        [plugin] = [path for path in found if path != str(kit)]
+        assert set(found) == {str(kit), plugin}
+        assert all("skill://kit/pdf/" in m and "'kit:pdf'" in m for m in found[plugin])
+        assert found[str(kit)] == found[plugin]
+        # A warning: both still win their names; only the URIs they share are refused.
+        assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
+        assert not index.rejections(code="uri-collision")
+        [verdict] = index.explain("kit").verdicts
+        assert [f.code for f in verdict.candidate.findings] == ["uri-collision"]
+        with pytest.raises(AmbiguousUriError):
+            index.read("skill://kit/pdf/SKILL.md")
+    runner = CliRunner()
+    argv = ["--config", str(tree.config), "--db", db_url, "--cwd", str(home)]
+    shown = runner.invoke(cli, [*argv, "explain", "kit"])
+    assert shown.exit_code == 0, shown.output
+    assert "warning uri-collision: the URIs under skill://kit/pdf/" in shown.output
+    listed = runner.invoke(cli, [*argv, "--json", "candidates", "--code", "uri-collision"])
+    assert listed.exit_code == 0, listed.output
+    assert {item["path"] for item in json.loads(listed.output)} == {str(kit), plugin}
+    # Once `kit` is gone, the plugin's skill meets nothing: the next reindex takes it back.
+    for rel in ("pdf/SKILL.md", "SKILL.md"):
+        (kit.parent / rel).unlink()
+    with tree.open() as index:
+        index.reindex()
+        assert collided(index) == {}
+
+
+def test_the_reindex_records_keep_all_winners_on_each(home: Path) -> None:
+    tree = Tree(home, str(home / "index.sqlite"), [Root("a", 200), Root("b", 100)], "keep-all")
+    tree.skill("a", "pdf", "pdf", body="# a's\n")
+    tree.skill("b", "pdf", "pdf", body="# b's\n")
+    tree.skill("b", "other", "other")
+    tree.index()
+    with tree.open() as index:
+        found = collided(index)
+        assert set(found) == {str(home / "a/pdf/SKILL.md"), str(home / "b/pdf/SKILL.md")}
+        assert all("2 skills win the name 'pdf'" in m for ms in found.values() for m in ms)
+        explained = index.explain("pdf")
+        assert len(explained.winners) == 2
+        assert all([f.code for f in v.candidate.findings] == ["uri-collision"]
+                   for v in explained.verdicts)
+    # Another policy gives the name one winner: its reindex, with nothing changed on disk,
+    # takes the findings back.
+    tree.policy = "precedence"
+    tree.write()
+    with tree.open() as index:
+        index.reindex()
+        assert collided(index) == {}
+        assert index.read("skill://pdf/SKILL.md").data.endswith(b"# a's\n")
+    # Under quarantine no resolution is stored; the reindex resolves to record them all the same.
+    tree.policy = "keep-all"
+    tree.write()
+    tree.config.write_text(tree.config.read_text().replace(
+        "[skills]", '[skills]\nrisk_policy = "quarantine"'))
+    with tree.open() as index:
+        index.reindex()
+        assert set(collided(index)) == set(found)
+
+
 # -- Every URI any surface publishes, on random trees --------------------------------------
 
 SEGMENTS = ["pdf", "user", "kit", "a", "SKILL.md", "forms.md", "test.user", "admin"]

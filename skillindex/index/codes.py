@@ -166,7 +166,10 @@ CODES: dict[str, Code] = {
         "of its own."),
     "uri-collision": Code(
         "Two skills' files have one skill:// URI",
-        "A URI that names two files is served by no host; rename the skill or the file."),
+        "A warning the reindex records on both skills when a plugin's skill (`kit:pdf`) sits "
+        "beside a skill named like the plugin (`kit`), or collision_policy keep-all keeps "
+        "several skills of one name. Every surface refuses the URIs they share and MCP serves "
+        "neither skill: rename the skill, or choose another collision policy."),
     # The barrier around each skill
     "internal-error": Code(
         "The skill could not be judged",

@@ -388,5 +388,6 @@ def _collisions(skills: Sequence[CheckedSkill], base: Path, *,
                 "name-collision", gravity,
                 f"the name {name!r} is also the name of {others}: hosts load one of them",
                 skills[index].entry, skills[index].name_line, name))
-    # Names cannot hold `:` or `/` (name-reserved), so two names' skill:// URIs never meet.
+    # Names cannot hold `:` or `/` (name-reserved), so two names' skill:// URIs never meet;
+    # the set has no plugins and no keep-all, the reindex's sources of uri-collision.
     return found

@@ -69,7 +69,8 @@ def _materialize(session: Session, changed: Sequence[str],
     replaced skills without changing what resolution reads of them (an edited description or
     body) carries the stored resolution over; one that added, removed or renamed a few
     updates it in place, judging only the names it touched; any other resolves every skill
-    again."""
+    again. Then the `uri-collision` warnings of the skills whose URIs that resolution makes
+    meet."""
     carried = None
     if previous is not None and replaced is not None:  # none is stored when quarantining
         carried = winners.carry(session, here.index_name, here.roots, here.rules, previous,
@@ -78,7 +79,12 @@ def _materialize(session: Session, changed: Sequence[str],
         carried = winners.update(session, here.index_name, here.roots, here.rules, previous,
                                  change)
     resolved.drop_sets_over(session, here.index_name, changed, keep=carried)
-    if here.quarantining:
-        return  # what is withheld depends on approvals, which change without a reindex
-    if carried is None:
-        winners.ensure(session, here.index_name, here.roots, here.rules)
+    if carried is None and not here.quarantining:
+        found = winners.lookup(session, here.index_name, here.roots, here.rules)
+        if found is None:
+            winners.ensure(session, here.index_name, here.roots, here.rules)  # records them
+            return
+        carried = found  # stored before, maybe with other warnings since
+    # Under quarantine none is stored (what is withheld depends on approvals, which change
+    # without a reindex): the warnings are resolved here.
+    winners.record_collisions(session, here.index_name, here.roots, here.rules, carried)

@@ -395,3 +395,42 @@ def collision_of(name: str, policy: str, judged: list[Verdict]) -> Collision | N
                      paths=tuple(v.candidate.path for v in judged),
                      kept=tuple(v.candidate.path for v in judged
                                 if v.outcome is Outcome.WINNER))
+
+
+# The finding a reindex records on each skill whose skill:// URIs another winner's would share.
+URI_COLLISION = "uri-collision"
+
+
+def uri_collisions(winners: Iterable[tuple[str, int]]) -> dict[int, list[str]]:
+    """The `uri-collision` messages of the winners (catalog name, candidate id) whose URIs
+    would name another's files: a name with several winners (keep-all: each of its URIs names
+    a file of each), and a name that begins another's skill path (the skill `kit` and the
+    plugin skill `kit:pdf` both name `skill://kit/pdf/SKILL.md`). Only the winners that can
+    meet need be given: names holding `:`, the names they begin, and repeated names."""
+    by_name: dict[str, list[int]] = {}
+    for name, cid in winners:
+        by_name.setdefault(name, []).append(cid)
+    found: dict[int, list[str]] = {}
+
+    def note(ids: Iterable[int], message: str) -> None:
+        for cid in ids:
+            messages = found.setdefault(cid, [])
+            if message not in messages:
+                messages.append(message)
+
+    for name, ids in by_name.items():
+        path = name.replace(":", "/")
+        if len(set(ids)) > 1:
+            note(ids, f"{len(set(ids))} skills win the name {name!r} (collision_policy "
+                      f"keep-all): every URI under skill://{path}/ would name a file of each, "
+                      "so no surface serves them, and MCP serves none of the skills")
+        parts = name.split(":")
+        for cut in range(1, len(parts)):
+            head = ":".join(parts[:cut])
+            if head in by_name:
+                message = (f"the URIs under skill://{path}/ would name files of both the skill "
+                           f"{head!r} and the skill {name!r}, so no surface serves them, and "
+                           "MCP serves neither skill")
+                note(by_name[head], message)
+                note(ids, message)
+    return found

@@ -38,7 +38,8 @@ def lookup(session: Session, index_name: str, roots: Sequence[RootSpec],
 
 
 def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules) -> int:
-    """The stored resolution's id, resolving and storing it first when there is none.
+    """The stored resolution's id, resolving and storing it first when there is none, with
+    the `uri-collision` warnings it makes (`record_collisions`).
 
     Run it in a write transaction (a reindex's, or one of its own).
     """
@@ -48,8 +49,10 @@ def ensure(session: Session, index_name: str, roots: Sequence[RootSpec], rules: 
         return found
     paths = [str(spec.path) for spec in roots]
     rows, contested = resolved.resolvable(session, index_name, paths)
-    return resolved.store_set(session, index_name, named, paths,
-                              materialize(rows, roots, rules, contested))
+    stored = resolved.store_set(session, index_name, named, paths,
+                                materialize(rows, roots, rules, contested))
+    record_collisions(session, index_name, roots, rules, stored)
+    return stored
 
 
 def carry(session: Session, index_name: str, roots: Sequence[RootSpec], rules: Rules,
@@ -180,6 +183,21 @@ def _spread(above: int, below: int | None, count: int) -> list[int] | None:
     if below - above <= count:
         return None
     return [above + (below - above) * step // (count + 1) for step in range(1, count + 1)]
+
+
+def record_collisions(session: Session, index_name: str, roots: Sequence[RootSpec],
+                      rules: Rules, set_id: int | None) -> None:
+    """In a write transaction: the `uri-collision` warnings of these roots' skills, as their
+    resolution (the stored one, `set_id`; else resolved here, as under quarantine) has them,
+    in place of those recorded with an earlier resolution of these roots."""
+    paths = [str(spec.path) for spec in roots]
+    if set_id is None:
+        rows, contested = resolved.resolvable(session, index_name, paths)
+        named = [(name, cid) for name, cid, _ in materialize(rows, roots, rules, contested)]
+    else:
+        named = resolved.meeting_winners(session, set_id)
+    resolved.record_findings(session, index_name, paths, resolve.URI_COLLISION,
+                             resolve.uri_collisions(named))
 
 
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,

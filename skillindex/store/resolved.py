@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from skillindex.model import Listing, has_text
 from skillindex.store import sql
-from skillindex.store.models import Candidate, ResolvedSet, ResolvedWinner, Root
+from skillindex.store.models import Candidate, Finding, ResolvedSet, ResolvedWinner, Root
 
 RESOLVED_SETS = 32  # resolutions kept per index (working directories and settings seen)
 PAGE = 2_000  # rows a streamed read holds at once
@@ -331,3 +331,41 @@ def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[
 
 def collisions(session: Session, set_id: int) -> list[str]:
     return [str(value) for (value,) in session.execute(text(sql.COLLISIONS), {"set_id": set_id})]
+
+
+def meeting_winners(session: Session, set_id: int) -> list[tuple[str, int]]:
+    """The winners of a stored resolution whose URIs may meet another's
+    (`resolve.uri_collisions`): the names holding `:`, the names that begin them, and the
+    names with several winners; found in SQL, so a set without any costs two scans of its
+    rows and nothing held."""
+    where = ResolvedWinner.set_id == set_id
+    repeated = (select(ResolvedWinner.name).where(where).group_by(ResolvedWinner.name)
+                .having(func.count() > 1))
+    rows = {(str(name), int(cid)) for name, cid in session.execute(
+        select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+        .where(where, ResolvedWinner.name.like("%:%") | ResolvedWinner.name.in_(repeated)))}
+    heads = sorted({":".join(parts[:cut]) for name, _ in rows if ":" in name
+                    for parts in [name.split(":")] for cut in range(1, len(parts))})
+    for start in range(0, len(heads), 500):
+        rows.update((str(name), int(cid)) for name, cid in session.execute(
+            select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+            .where(where, ResolvedWinner.name.in_(heads[start:start + 500]))))
+    return sorted(rows)
+
+
+def record_findings(session: Session, index_name: str, paths: Sequence[str], code: str,
+                    found: dict[int, list[str]]) -> None:
+    """Replace the warnings of `code` that the candidates of these roots hold with `found`
+    (messages by candidate id): findings of a resolution, not of a skill's own files, which a
+    reindex writes again each time it resolves these roots."""
+    if not paths:
+        return
+    of_roots = (select(Candidate.id).join(Root, Root.id == Candidate.root_id)
+                .where(Root.index_name == index_name, Root.path.in_(list(paths))))
+    session.execute(delete(Finding).where(Finding.code == code,
+                                          Finding.candidate_id.in_(of_roots)))
+    rows = [{"candidate_id": cid, "code": code, "severity": "warning", "message": message,
+             "path": None, "line": None}
+            for cid, messages in sorted(found.items()) for message in messages]
+    if rows:
+        session.execute(insert(Finding), rows)
