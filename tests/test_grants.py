@@ -3,6 +3,7 @@ cannot change the audit."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -24,7 +25,7 @@ from sqlalchemy.exc import DatabaseError
 from skillindex.api import SkillIndex, database_grants
 from skillindex.cli import cli
 from skillindex.config import Environment
-from skillindex.errors import ConfigError
+from skillindex.errors import ConfigError, ReindexBusyError
 from skillindex.store.engine import make_engine
 from tests.conftest import root_settings, write_skill
 
@@ -114,6 +115,10 @@ FORBIDDEN = {
     "edit-rollup": "UPDATE usage_day SET body = 0",
     "add-to-rollup": "INSERT INTO usage_day (index_name, day, skill) VALUES ('default', "
                      "'2026-01-01', 'pdf')",
+    # Nor may it take the reindex lock, which any role could hold as an advisory lock.
+    "take-reindex-lock": "SELECT skillindex_reindex_lock('default')",
+    "lock-reindex-row": "SELECT * FROM reindex_mutex FOR UPDATE",
+    "lock-reindex-table": "LOCK TABLE reindex_mutex",
     "temp-table": "CREATE TEMP TABLE scratch (a int)",
     "create-in-schema": "CREATE TABLE public.scratch (a int)",
 }
@@ -144,7 +149,9 @@ def test_the_agent_cannot_change_the_audit_or_the_catalog(shared: Shared, env: E
                                        "DELETE FROM index_run",
                                        "UPDATE usage_day SET body = 0",
                                        "DELETE FROM usage_day",
-                                       "SELECT * FROM load_event_lock FOR UPDATE"])
+                                       "SELECT * FROM load_event_lock FOR UPDATE",
+                                       "SELECT * FROM reindex_mutex FOR UPDATE",
+                                       "LOCK TABLE reindex_mutex"])
 def test_the_indexer_cannot_change_the_audit_either(shared: Shared, statement: str) -> None:
     engine = make_engine(shared.indexer)
     with pytest.raises(DatabaseError, match=DENIED), \
@@ -223,6 +230,37 @@ def test_the_advisory_lock_any_role_may_take_stops_nothing(shared: Shared, env: 
         holder.execute("SELECT pg_advisory_lock(hashtextextended('skillindex audit default', 0))")
         served = _read(shared, tmp_path, 5)
     assert served.returncode == 0, served.stderr
+
+
+def _old_reindex_key(index_name: str) -> int:
+    """The advisory lock key the reindex took before its lock was a row (64 bits of a hash)."""
+    digest = hashlib.sha256(f"skillindex reindex {index_name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def test_another_roles_advisory_lock_stalls_no_reindex(shared: Shared, env: Environment) -> None:
+    with psycopg.connect(_conninfo(shared.agent), autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", [_old_reindex_key("default")])
+        with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+            assert indexer.reindex(wait=False).added == 1
+
+
+def test_only_the_owner_and_the_indexer_take_the_reindex_lock(shared: Shared,
+                                                              env: Environment) -> None:
+    engine = make_engine(shared.agent)
+    with pytest.raises(DatabaseError, match=DENIED), engine.begin() as connection:
+        connection.execute(text("SELECT skillindex_reindex_lock('default')"))
+    engine.dispose()
+    # The indexer's lock is a lock: a second reindex, the owner's, finds it busy and says who.
+    engine = make_engine(shared.indexer)
+    with engine.begin() as connection:
+        connection.execute(text("SELECT skillindex_reindex_lock('default')"))
+        with SkillIndex.open(root_settings(shared.root), db=shared.owner, env=env) as owner, \
+                pytest.raises(ReindexBusyError):
+            owner.reindex(wait=False)
+    engine.dispose()
+    with SkillIndex.open(root_settings(shared.root), db=shared.owner, env=env) as owner:
+        assert owner.reindex(wait=False).added == 1
 
 
 def test_the_agent_cannot_forge_an_impossible_event(shared: Shared) -> None:

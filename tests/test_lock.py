@@ -162,8 +162,8 @@ def test_sqlite_takes_over_an_expired_lease(tmp_path: Path, open_index: OpenInde
 
 
 @pytest.mark.parametrize("db_backend", ["postgresql"])
-def test_postgresql_obeys_the_advisory_lock_not_the_row(tmp_path: Path, open_index: OpenIndex,
-                                                        db_url: str) -> None:
+def test_postgresql_obeys_its_lock_not_the_holders_row(tmp_path: Path, open_index: OpenIndex,
+                                                       db_url: str) -> None:
     write_skill(tmp_path / "skills", "pdf")
     index = open_index(tmp_path / "skills")
     _foreign_lease(db_url, expires_in=timedelta(minutes=1))  # left by a crash: nobody holds it

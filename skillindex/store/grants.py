@@ -14,6 +14,10 @@ AUDIT_TABLE = "load_event"
 VERSION_TABLE = "alembic_version"
 # The audit chain's lock (migration 0009): no role but the owner may lock or even read it.
 LOCK_TABLE = "load_event_lock"
+# The reindex lock (migration 0016): a row only the owner's function locks, which the indexer
+# alone may call.
+REINDEX_TABLE = "reindex_mutex"
+REINDEX_LOCK = "skillindex_reindex_lock(varchar)"
 # Runs only ever get added: an anchor (the audit head a reindex saw) cannot be edited away.
 RUN_TABLE = "index_run"
 # The audit's per-day rollup (migration 0014): written only by the insert trigger, as the owner.
@@ -48,10 +52,11 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     The indexer writes the catalog tables, may create the temporary tables a reindex stages
     rows in, and appends audit events and runs; the agent reads the catalog and appends audit
     events. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
-    audit's anchors), nor write the audit's rollup, nor touch the chain's lock, and neither
-    owns a table, so neither can ALTER one or disable its triggers. PUBLIC loses TEMPORARY on
-    the database and CREATE on the schema, which every role would otherwise have through it.
-    Tables come from the database as it is now: run this again after every upgrade.
+    audit's anchors), nor write the audit's rollup, nor touch the chain's lock; only the
+    indexer may take the reindex lock, through the owner's function. Neither owns a table, so
+    neither can ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and
+    CREATE on the schema, which every role would otherwise have through it. Tables come from
+    the database as it is now: run this again after every upgrade.
     """
     if connection.dialect.name != "postgresql":
         raise ConfigError(NOT_POSTGRESQL)
@@ -88,7 +93,8 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
 
     indexer, agent = _ident(connection, roles.indexer), _ident(connection, roles.agent)
     both = f"{indexer}, {agent}"
-    special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, RUN_TABLE, ROLLUP_TABLE)
+    special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, REINDEX_TABLE, RUN_TABLE,
+               ROLLUP_TABLE)
     catalog = [t for t in tables if t not in special]
     rollup = [t for t in tables if t == ROLLUP_TABLE]
     result = [
@@ -106,6 +112,10 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
         f"GRANT SELECT ON {names([RUN_TABLE])} TO {agent}",
         f"GRANT SELECT, INSERT ON {names([AUDIT_TABLE])} TO {both}",
     ]
+    if REINDEX_TABLE in tables:
+        reindex_lock = f"{schema}.{REINDEX_LOCK}"
+        result += [f"REVOKE ALL ON FUNCTION {reindex_lock} FROM PUBLIC, {agent}",
+                   f"GRANT EXECUTE ON FUNCTION {reindex_lock} TO {indexer}"]
     others = [s for s in sequences if audit_sequence not in (f"{schema}.{s}", s)]
     if others:
         result.append(f"GRANT USAGE ON SEQUENCE {names(others)} TO {indexer}")

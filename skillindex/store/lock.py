@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import threading
@@ -55,13 +54,14 @@ def reindex_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
     """Hold the reindex lock of `index_name` for the body of the `with`.
 
     Busy: without `wait`, or after `timeout` seconds of waiting, ReindexBusyError names the holder.
-    PostgreSQL: a session advisory lock on a dedicated connection, released by the server if this
-    process dies. Elsewhere: a `reindex_lock` row with a lease refreshed by a heartbeat thread,
-    taken over when its holder's process is gone from this host or its lease has expired.
+    PostgreSQL: a row no other role may lock, held in a transaction of a dedicated connection,
+    released by the server if this process dies. Elsewhere: a `reindex_lock` row with a lease
+    refreshed by a heartbeat thread, taken over when its holder's process is gone from this
+    host or its lease has expired.
     """
     if engine.dialect.name == "postgresql":
-        with _advisory_lock(engine, index_name, wait=wait, timeout=timeout,
-                            on_wait=on_wait) as held:
+        with _row_lock(engine, index_name, wait=wait, timeout=timeout,
+                       on_wait=on_wait) as held:
             yield held
     else:
         with _lease_lock(engine, index_name, wait=wait, timeout=timeout,
@@ -112,12 +112,11 @@ def _delete_row(connection: Connection, held: HeldLock) -> None:
                                                  ReindexLock.token == held.token))
 
 
-# -- PostgreSQL: an advisory lock ----------------------------------------------------------------
+# -- PostgreSQL: a row only the owner's function locks -------------------------------------------
 
-def advisory_key(index_name: str) -> int:
-    """The advisory lock key of an index: 64 bits of a hash of its name, as a signed bigint."""
-    digest = hashlib.sha256(f"skillindex reindex {index_name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+# How long the first, not waiting, attempt waits for the row: a holder keeps it for a whole
+# reindex, so anything longer than an instant is a reindex.
+TRY_MS = 1
 
 
 def lock_timeout_ms(timeout: float) -> int:
@@ -130,45 +129,57 @@ def lock_timeout_ms(timeout: float) -> int:
 
 
 @contextmanager
-def _advisory_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
-                   on_wait: OnWait | None) -> Iterator[HeldLock]:
-    key = advisory_key(index_name)
+def _row_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
+              on_wait: OnWait | None) -> Iterator[HeldLock]:
     held = _new_lock(index_name)
-    # The lock belongs to this connection's session: it is held, outside any transaction, for
-    # the whole reindex, and the server drops it if the process or the connection dies.
+    # The index's row of reindex_mutex, locked by the owner's function (migration 0016) in a
+    # transaction of this connection, held for the whole reindex: no other role may lock it
+    # (an advisory lock any role could take), and the server ends the transaction, releasing
+    # it, if the process or the connection dies. The reindex writes on other connections.
     with engine.connect() as connection:
-        got = connection.execute(select(func.pg_try_advisory_lock(key))).scalar_one()
-        connection.commit()
-        if not got:
+        if not _take(connection, index_name, TRY_MS):
             holder = _holder_of(connection, index_name)
             if not wait or timeout <= 0:
                 raise ReindexBusyError(index_name, holder)
             if on_wait is not None:
                 on_wait(holder)
-            milliseconds = lock_timeout_ms(timeout)
-            try:
-                with connection.begin():
-                    connection.execute(select(func.set_config("lock_timeout", f"{milliseconds}ms",
-                                                              True)))
-                    connection.execute(select(func.pg_advisory_lock(key)))
-            except OperationalError as exc:
-                if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
-                    raise
+            if not _take(connection, index_name, lock_timeout_ms(timeout)):
                 raise ReindexBusyError(index_name, _holder_of(connection, index_name),
-                                       waited=timeout) from None
+                                       waited=timeout)
         try:
-            with connection.begin():
-                _write_row(connection, held)
+            with engine.begin() as writer:
+                _write_row(writer, held)
             yield held
         finally:
             try:
-                with connection.begin():
-                    _delete_row(connection, held)
-                connection.execute(select(func.pg_advisory_unlock(key)))
+                # The holder row goes in the transaction that holds the lock: one commit
+                # deletes it and releases the lock.
+                _delete_row(connection, held)
                 connection.commit()
             except SQLAlchemyError:
-                # The session is unusable; dropping it is what releases its advisory lock.
+                # The session is unusable (the server dropped it, and the lock with it): the
+                # row is deleted on a connection of its own, if the server answers.
                 connection.invalidate()
+                with suppress(SQLAlchemyError), engine.begin() as writer:
+                    _delete_row(writer, held)
+
+
+def _take(connection: Connection, index_name: str, milliseconds: int) -> bool:
+    """Lock the index's row in a transaction left open on `connection`, waiting at most
+    `milliseconds`; False (the transaction rolled back) when another reindex holds it."""
+    connection.begin()
+    try:
+        connection.execute(select(func.set_config("lock_timeout", f"{milliseconds}ms", True)))
+        connection.execute(select(func.skillindex_reindex_lock(index_name)))
+    except OperationalError as exc:
+        connection.rollback()
+        if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    except BaseException:
+        connection.rollback()
+        raise
+    return True
 
 
 def _holder_of(connection: Connection, index_name: str) -> str:

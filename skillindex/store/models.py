@@ -40,8 +40,9 @@ NAMING_CONVENTION = {
 # index and the table of totals BM25 reads (migration 0010).
 FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector",
                                "search_length", "search_total"})
-# So is the audit chain's lock on PostgreSQL (a row per index, migration 0009).
-AUDIT_LOCK_OBJECTS = frozenset({"load_event_lock"})
+# So are the audit chain's lock and the reindex lock on PostgreSQL (a row per index, locked by
+# the owner's functions: migrations 0009 and 0016).
+LOCK_OBJECTS = frozenset({"load_event_lock", "reindex_mutex"})
 
 
 def modelled(obj: object, name: str | None, type_: str, reflected: bool,
@@ -49,7 +50,7 @@ def modelled(obj: object, name: str | None, type_: str, reflected: bool,
     """Alembic's `include_object`: whether a schema object is the models' to compare."""
     if not reflected or name is None:
         return True
-    if name in AUDIT_LOCK_OBJECTS:
+    if name in LOCK_OBJECTS:
         return False
     return name not in FULL_TEXT_OBJECTS and not name.startswith("candidate_fts_")
 
@@ -387,7 +388,8 @@ class ReindexLock(Base):
 
     On SQLite the row is the lock: taken in a write transaction, refreshed while the reindex runs
     and deleted at its end; a row whose holder died on this host, or whose lease expired, is stale.
-    On PostgreSQL an advisory lock excludes the other reindexes and the row only names the holder.
+    On PostgreSQL a row of `reindex_mutex`, which only the owner's function may lock (migration
+    0016), excludes the other reindexes and this row only names the holder.
     """
 
     __tablename__ = "reindex_lock"
