@@ -1,4 +1,4 @@
--- revision 0016
+-- revision 0017
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (

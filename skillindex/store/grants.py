@@ -14,7 +14,7 @@ AUDIT_TABLE = "load_event"
 VERSION_TABLE = "alembic_version"
 # The audit chain's lock (migration 0009): no role but the owner may lock or even read it.
 LOCK_TABLE = "load_event_lock"
-# The reindex lock (migration 0016): a row only the owner's function locks, which the indexer
+# The reindex lock (migration 0017): a row only the owner's function locks, which the indexer
 # alone may call.
 REINDEX_TABLE = "reindex_mutex"
 REINDEX_LOCK = "skillindex_reindex_lock(varchar)"

@@ -132,7 +132,7 @@ def lock_timeout_ms(timeout: float) -> int:
 def _row_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
               on_wait: OnWait | None) -> Iterator[HeldLock]:
     held = _new_lock(index_name)
-    # The index's row of reindex_mutex, locked by the owner's function (migration 0016) in a
+    # The index's row of reindex_mutex, locked by the owner's function (migration 0017) in a
     # transaction of this connection, held for the whole reindex: no other role may lock it
     # (an advisory lock any role could take), and the server ends the transaction, releasing
     # it, if the process or the connection dies. The reindex writes on other connections.

@@ -41,7 +41,7 @@ NAMING_CONVENTION = {
 FULL_TEXT_OBJECTS = frozenset({"candidate_fts", "search_vector", "ix_candidate_search_vector",
                                "search_length", "search_total"})
 # So are the audit chain's lock and the reindex lock on PostgreSQL (a row per index, locked by
-# the owner's functions: migrations 0009 and 0016).
+# the owner's functions: migrations 0009 and 0017).
 LOCK_OBJECTS = frozenset({"load_event_lock", "reindex_mutex"})
 
 
@@ -389,7 +389,7 @@ class ReindexLock(Base):
     On SQLite the row is the lock: taken in a write transaction, refreshed while the reindex runs
     and deleted at its end; a row whose holder died on this host, or whose lease expired, is stale.
     On PostgreSQL a row of `reindex_mutex`, which only the owner's function may lock (migration
-    0016), excludes the other reindexes and this row only names the holder.
+    0017), excludes the other reindexes and this row only names the holder.
     """
 
     __tablename__ = "reindex_lock"
