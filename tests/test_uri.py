@@ -223,19 +223,7 @@ def test_a_qualification_is_never_another_skills_file(home: Path) -> None:
 def test_a_plugin_beside_a_skill_of_its_name_makes_no_uri_served(home: Path, db_url: str) -> None:
     # A plugin `kit` publishes `kit:pdf` (skill://kit/pdf/...); a user skill `kit` holds the
     # file pdf/SKILL.md: the URI names two files, so no surface serves it.
-    plugins = home / "home" / ".claude" / "plugins"
-    install = plugins / "cache" / "kit"
-    tree = Tree(home, db_url, [Root("user", 100)])
-    tree.skill("user", "kit", "kit")
-    tree.file("user/kit/pdf/SKILL.md", b"# a file of kit\n")
-    tree.file(str((install / "skills" / "pdf" / "SKILL.md").relative_to(home)),
-              b"---\nname: pdf\ndescription: d\n---\n# the plugin's\n")
-    tree.write()
-    registry = {"version": 2, "plugins": {"kit@market": [{"installPath": str(install)}]}}
-    plugins.mkdir(parents=True, exist_ok=True)
-    (plugins / "installed_plugins.json").write_text(json.dumps(registry))
-    text = tree.config.read_text().replace("presets = false", "presets = true")
-    tree.config.write_text(text)
+    tree = plugin_tree(home, db_url)
     with tree.open() as index:
         index.reindex()
         assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
