@@ -183,14 +183,8 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
     try:
         next_pass(watcher, 600)  # the first, full reindex
         # Then the watcher sets its watches up (a walk of every directory): idle is measured
-        # once a second of it costs under 2% of a core, and the time that took is reported.
-        began = time.perf_counter()
-        while time.perf_counter() - began < 300:
-            before = cpu_seconds(watcher.pid)
-            time.sleep(1)
-            if cpu_seconds(watcher.pid) - before < 0.02:
-                break
-        settled = time.perf_counter() - began
+        # once it has settled, and the time that took is reported.
+        settled = settle(watcher, 300)
         before = cpu_seconds(watcher.pid)
         time.sleep(idle_seconds)
         idle = (cpu_seconds(watcher.pid) - before) / idle_seconds
@@ -226,6 +220,20 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
             "watch_catalog_after_s": statistics.median(catalogs),
             "watch_to_catalog_s": statistics.median(total),
             "watch_settle_s": settled, "watch_idle_cpu_percent": idle * 100}
+
+
+def settle(watcher: subprocess.Popen[bytes], limit: float) -> float:
+    """Wait (at most `limit` seconds) until a second of the watcher costs under 2% of a core,
+    as it does once its watches are set up; the seconds that took."""
+    from scripts.benchkit import cpu_seconds
+
+    began = time.perf_counter()
+    while time.perf_counter() - began < limit:
+        before = cpu_seconds(watcher.pid)
+        time.sleep(1)
+        if cpu_seconds(watcher.pid) - before < 0.02:
+            break
+    return time.perf_counter() - began
 
 
 def next_pass(watcher: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:

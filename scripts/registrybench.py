@@ -205,8 +205,7 @@ def in_process(config: Path, base: Path, work: Path, repeat: int) -> dict[str, f
 
 def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, float]:
     """Write to visible in the catalog under `skillindex watch`, per kind of change."""
-    from scripts.benchkit import cpu_seconds
-    from scripts.freshbench import cli, next_pass
+    from scripts.freshbench import cli, next_pass, settle
     from skillindex import SkillIndex
 
     db = work / "watched.sqlite"
@@ -218,14 +217,9 @@ def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, floa
     times: dict[str, list[float]] = {}
     try:
         next_pass(watcher, 1800)  # the first, full pass
-        # Then it sets its watches up (a walk of every folder): changes are made once a second
-        # of it costs under 2% of a core.
-        began = time.perf_counter()
-        while time.perf_counter() - began < 600:
-            before = cpu_seconds(watcher.pid)
-            time.sleep(1)
-            if cpu_seconds(watcher.pid) - before < 0.02:
-                break
+        # Then it sets its watches up (a walk of every folder): changes are made once it has
+        # settled.
+        settle(watcher, 600)
         _drain(watcher)
         with SkillIndex.open(config, db=str(db), cwd=work) as index:
             for number in range(repeat):
