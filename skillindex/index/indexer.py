@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,8 +89,20 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
                     after_write(session, [str(w.spec.path) for w in writes if w.changed],
                                 replaced, change)
                 session.close()
-        finally:
+        except KeyboardInterrupt as exc:
+            # A signal raised inside the driver, mid-write. SQLAlchemy closes the connection,
+            # but the statement that the traceback's frames still hold keeps SQLite's handle,
+            # and the write lock, open for as long as they live: the lock row could then not be
+            # released, nor the stage dropped, while this unwinds. Their locals go now, and the
+            # temporary stage goes with the closed connection.
+            traceback.clear_frames(exc.__traceback__)
+            if not connection.invalidated:
+                stage.drop()
+            raise
+        except BaseException:
             stage.drop()
+            raise
+        stage.drop()
     if counts["added"] + counts["changed"] >= queries.ANALYZE_AFTER:
         queries.refresh_statistics(engine)
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
