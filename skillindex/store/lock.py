@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -214,9 +215,26 @@ def _lease_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
     try:
         yield held
     finally:
-        heartbeat.stop()
-        with suppress(SQLAlchemyError), engine.begin() as connection:
-            _delete_row(connection, held)
+        with _signals_held():  # a second Ctrl-C or SIGTERM waits until the row is gone
+            heartbeat.stop()
+            with suppress(SQLAlchemyError), engine.begin() as connection:
+                _delete_row(connection, held)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered at the end) in the main thread, where Python
+    raises them: the release of a lease is not cut off halfway by the signal that ended the
+    reindex, or by another one."""
+    if (threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "pthread_sigmask")):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _try_lease(engine: Engine, held: HeldLock) -> str | None:
