@@ -210,16 +210,21 @@ def watch(config: Path, db: Path, cwd: Path, skill_md: Path, repeat: int,
                     next_pass(watcher, 1)  # a burst split in two passes: not the next edit's
         skill_md.write_text(original)
     finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
+        stop(watcher)
     return {"watch_latency_s": statistics.median(latencies),
             "watch_latency_max_s": max(latencies),
             "watch_catalog_after_s": statistics.median(catalogs),
             "watch_to_catalog_s": statistics.median(total),
             "watch_settle_s": settled, "watch_idle_cpu_percent": idle * 100}
+
+
+def stop(watcher: subprocess.Popen[bytes]) -> None:
+    """End the watcher as Ctrl-C would, killed if it has not stopped within 30 s."""
+    watcher.send_signal(signal.SIGINT)
+    try:
+        watcher.wait(30)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
 
 
 def settle(watcher: subprocess.Popen[bytes], limit: float) -> float:

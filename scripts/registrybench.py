@@ -30,7 +30,6 @@ import os
 import re
 import select
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -205,7 +204,7 @@ def in_process(config: Path, base: Path, work: Path, repeat: int) -> dict[str, f
 
 def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, float]:
     """Write to visible in the catalog under `skillindex watch`, per kind of change."""
-    from scripts.freshbench import cli, next_pass, settle
+    from scripts.freshbench import cli, next_pass, settle, stop
     from skillindex import SkillIndex
 
     db = work / "watched.sqlite"
@@ -243,11 +242,7 @@ def watched(config: Path, base: Path, work: Path, repeat: int) -> dict[str, floa
                     _drain(watcher)
         changes.prepare()
     finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
+        stop(watcher)
     return {key: statistics.median(values) for key, values in times.items()}
 
 
