@@ -449,8 +449,15 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
 
 def record(risks: list[Risk]) -> str:
     """What the manifest keeps of a file's risks, so an unchanged file is not read again."""
+    if not risks:
+        return NOTHING_FOUND
     return json.dumps({"v": RULES_VERSION, "found": [[r.code, r.line, r.message] for r in risks]},
                       ensure_ascii=False)
+
+
+# The record of a file with no risk, as record() would write it (nearly every file's): made
+# once, and known again without decoding it.
+NOTHING_FOUND = json.dumps({"v": RULES_VERSION, "found": []})
 
 
 def current(stored: str | None) -> bool:
@@ -459,7 +466,7 @@ def current(stored: str | None) -> bool:
 
 
 def from_record(rel_path: str, stored: str | None) -> list[Risk]:
-    if not stored:
+    if not stored or stored == NOTHING_FOUND:
         return []
     try:
         found = json.loads(stored)["found"]

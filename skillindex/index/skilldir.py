@@ -359,10 +359,9 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
     if listing.entry_stat is not None:
         settled = _read_entry(scan, skill, listing.entry_stat)
     for rel_path, beneath, st in listing.files:
-        now = file_stat(st)
         old = previous.get(rel_path)
         # The sidecar is judged with SKILL.md, so it is read whenever SKILL.md is judged.
-        if (old is not None and old.stat == now and risk.current(old.risks)
+        if (old is not None and old.stat == file_stat(st) and risk.current(old.risks)
                 and rel_path != CODEX_SIDECAR):
             scan.resources.append(ResourceEntry(rel_path, resource_kind(rel_path), old.stat,
                                                 old.xxh3, old.sha256, old.risks,
@@ -371,7 +370,7 @@ def _read_files(scan: SkillScan, skill: SkillDir, listing: _Listing,
         if st.st_size > limits.max_file_bytes:
             # Never read: known by its change key (the stat the row keeps), judged by its mode.
             scan.resources.append(ResourceEntry(
-                rel_path, resource_kind(rel_path), now, None, None,
+                rel_path, resource_kind(rel_path), file_stat(st), None, None,
                 risk.record(risk.judge_file(rel_path, None, st.st_mode)), permissions(st)))
             continue
         try:
