@@ -240,11 +240,11 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
             break
         done += size
         result.problems.extend(shard.problems)
-        for item in shard.judged:
-            seen.add(item.rel_dir)
+        for rel_dir, row, findings, resources, files_read in shard.judged:
+            seen.add(rel_dir)
             counts["seen"] += 1
-            counts["files_read"] += item.files_read
-            staged(item.rel_dir, item.row, item.findings, item.resources, None)
+            counts["files_read"] += files_read
+            staged(rel_dir, row, findings, resources, None)
             if progress is not None:
                 progress(counts["seen"], expected, str(spec.path))
     gone = [skill.candidate_id for rel, skill in root_known.items()

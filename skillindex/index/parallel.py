@@ -18,18 +18,15 @@ if TYPE_CHECKING:
 # Below this many new entries under a root, starting workers costs more than it saves.
 PARALLEL_MIN = 256
 SHARD = 64  # entries per task: small enough to keep memory flat, large enough to amortize
+# Entries per task under a root with many of them: each task lists the root once, and its
+# result goes back in one message.
+LARGEST_SHARD = 256
 IN_FLIGHT = 8  # shards submitted ahead of the one being staged
 
-
-@dataclass(slots=True)
-class Judged:
-    """One new skill, scanned and judged in a worker, ready to be staged."""
-
-    rel_dir: str
-    row: dict[str, Any]
-    findings: list[dict[str, Any]]
-    resources: list[dict[str, Any]]
-    files_read: int
+# One new skill, scanned and judged in a worker, ready to be staged: its directory (relative
+# to the root), its row, findings and manifest, and the number of files read. A tuple: it is
+# pickled back to the parent once per skill.
+Judged = tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], int]
 
 
 @dataclass(slots=True)
@@ -80,9 +77,12 @@ def enough_to_share(root: str, new: Sequence[str], max_depth: int) -> bool:
 
 
 def shard_size(entries: int, jobs: int) -> int:
-    """Entries per task: SHARD, or fewer when a root holds fewer than PARALLEL_MIN entries
-    (groups of skills), so that every worker has several tasks of them."""
-    return SHARD if entries >= PARALLEL_MIN else max(1, min(SHARD, -(-entries // (8 * jobs))))
+    """Entries per task: a quarter of each worker's share, from SHARD up to LARGEST_SHARD; or
+    fewer than SHARD when a root holds fewer than PARALLEL_MIN entries (groups of skills), so
+    that every worker has several tasks of them."""
+    if entries >= PARALLEL_MIN:
+        return min(LARGEST_SHARD, max(SHARD, -(-entries // (4 * jobs))))
+    return max(1, min(SHARD, -(-entries // (8 * jobs))))
 
 
 class Workers:
@@ -150,5 +150,5 @@ def _scan_shard(spec: RootSpec, rules_key: str, names: list[str], limits: Limits
     for scan in scan_root(spec, result, {}, rules_key, lambda _cid: {}, frozenset(names),
                           limits=limits):
         row, findings, resources = judge(scan, spec)
-        shard.judged.append(Judged(scan.rel_dir, row, findings, resources, scan.files_read))
+        shard.judged.append((scan.rel_dir, row, findings, resources, scan.files_read))
     return shard

@@ -42,6 +42,19 @@ RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "
 BATCH = 2_000
 
 
+# Where the inode and device numbers are among a row's scanned columns.
+_CANDIDATE_IDS = tuple(CANDIDATE_COLUMNS.index(name) for name in ("inode", "device"))
+_RESOURCE_IDS = tuple(RESOURCE_COLUMNS.index(name) for name in ("inode", "device"))
+
+
+def _signed(values: list[Any], ids: tuple[int, ...]) -> list[Any]:
+    """What the FileId type does on bind: all 64 bits of an inode or device in a BIGINT."""
+    for i in ids:
+        if values[i] is not None and values[i] >= 2**63:
+            values[i] -= 2**64
+    return values
+
+
 def _like(table: Table, name: str) -> Column[Any]:
     return Column(name, table.c[name].type, nullable=True)
 
@@ -65,7 +78,10 @@ class Stage:
             "stage_resource", metadata, Column("seq", Integer, index=True),
             *(_like(RESOURCE, name) for name in RESOURCE_COLUMNS), prefixes=["TEMPORARY"])
         self.tables = (self.candidates, self.findings, self.resources)
-        self._rows: tuple[list[dict[str, Any]], ...] = ([], [], [])
+        # Each table's rows as tuples of these columns, in this order.
+        self.columns = (("seq", "root_path", "previous_id", "first_run_id", *CANDIDATE_COLUMNS),
+                        ("seq", *FINDING_COLUMNS), ("seq", *RESOURCE_COLUMNS))
+        self._rows: tuple[list[tuple[Any, ...]], ...] = ([], [], [])
         self.count = 0
         self._created = False  # a reindex that finds nothing new never creates the tables
 
@@ -81,10 +97,13 @@ class Stage:
         self.count += 1
         seq = self.count
         candidates, staged_findings, staged_resources = self._rows
-        candidates.append({**row, "seq": seq, "root_path": root_path,
-                           "previous_id": previous_id, "first_run_id": None})
-        staged_findings.extend({**finding, "seq": seq} for finding in findings)
-        staged_resources.extend({**resource, "seq": seq} for resource in resources)
+        values = _signed([row.get(name) for name in CANDIDATE_COLUMNS], _CANDIDATE_IDS)
+        candidates.append((seq, root_path, previous_id, None, *values))
+        staged_findings.extend((seq, *[finding.get(name) for name in FINDING_COLUMNS])
+                               for finding in findings)
+        staged_resources.extend(
+            (seq, *_signed([resource.get(name) for name in RESOURCE_COLUMNS], _RESOURCE_IDS))
+            for resource in resources)
         if len(candidates) >= BATCH:
             with self.connection.begin():
                 self._write_buffered()
@@ -94,32 +113,24 @@ class Stage:
             return
         if not self._created:
             self._create()
-        for table, rows in zip(self.tables, self._rows, strict=True):
+        for table, names, rows in zip(self.tables, self.columns, self._rows, strict=True):
             if rows:
-                self._insert(table, rows)
+                self._insert(table, names, rows)
                 rows.clear()
 
-    def _insert(self, table: Table, rows: list[dict[str, Any]]) -> None:
-        """Hand the rows to the driver's executemany as tuples: SQLAlchemy's per-row parameter
-        handling cost more than the insert itself. Same column types as the ORM would bind."""
+    def _insert(self, table: Table, names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+        """Hand the rows to the driver's executemany as they are: SQLAlchemy's per-row
+        parameter handling cost more than the insert itself."""
         style = self.connection.dialect.paramstyle
         if style not in ("qmark", "format", "pyformat"):
-            self.connection.execute(sql_insert(table), rows)
+            self.connection.execute(sql_insert(table), [dict(zip(names, row, strict=True))
+                                                        for row in rows])
             return
-        names = list(rows[0])
         quote = self.connection.dialect.identifier_preparer.quote
         mark = "?" if style == "qmark" else "%s"
         statement = (f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, names))}) "
                      f"VALUES ({', '.join([mark] * len(names))})")
-        signed = [i for i, name in enumerate(names) if name in ("inode", "device")]
-        params = []
-        for row in rows:
-            values = [row[name] for name in names]
-            for i in signed:  # what the FileId type does on bind: all 64 bits in a BIGINT
-                if values[i] is not None and values[i] >= 2**63:
-                    values[i] -= 2**64
-            params.append(tuple(values))
-        self.connection.exec_driver_sql(statement, params)
+        self.connection.exec_driver_sql(statement, rows)
 
     def prepare(self) -> None:
         """In the write transaction, before the replaced rows are deleted: stage what is left
