@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import string
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -15,7 +19,7 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import Environment, Settings
 from skillindex.errors import SearchQueryError
-from skillindex.index.searchtext import search_text
+from skillindex.index.searchtext import distinct_words, search_text
 from skillindex.model import RiskPolicy
 from skillindex.store import fts, migrate
 from skillindex.store import search as store_search
@@ -443,3 +447,12 @@ def test_the_totals_bm25_reads_follow_every_write(open_index: OpenIndex, db_url:
             "SELECT count(*), sum(search_length) FROM candidate")).one()
     engine.dispose()
     assert tuple(totals) == tuple(counted) and totals[0] == 5
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
+       | st.text(alphabet=string.printable, max_size=200))
+@settings(max_examples=300)
+def test_the_words_of_a_search_text_are_its_runs_of_letters_and_digits(text_: str) -> None:
+    # ASCII text takes a byte table, other text a regular expression: the same words.
+    words = re.findall(r"[^\W_]+", text_.lower())
+    assert distinct_words(text_) == " ".join(dict.fromkeys(words))

@@ -39,12 +39,22 @@ def search_text(fields: dict[str, Any] | None, body: str, *,
     return distinct_words(" ".join(part for part in parts if part)) or None
 
 
+# ASCII bytes that are not a lower-case letter or a digit, as spaces.
+_ASCII_SPACES = bytes(c if (0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A) else 0x20
+                      for c in range(256))
+
+
 def distinct_words(text: str) -> str:
     """Each word (run of letters and digits) of `text` once, lower-cased, in order of first
     appearance, separated by spaces."""
     # One findall over the lower-cased text: a Python step per word cost a cold index more
-    # than its full-text index did.
-    return " ".join(dict.fromkeys(_WORD.findall(text.lower())))
+    # than its full-text index did. ASCII text (nearly all of it) takes a byte table instead,
+    # which finds the same words in half the time.
+    lowered = text.lower()
+    if lowered.isascii():
+        words = lowered.encode("ascii").translate(_ASCII_SPACES).split()
+        return b" ".join(dict.fromkeys(words)).decode("ascii")
+    return " ".join(dict.fromkeys(_WORD.findall(lowered)))
 
 
 def model_invocation_disabled(fields: dict[str, Any] | None) -> bool:
