@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
+from json.encoder import encode_basestring as _encode_string  # the C one, ensure_ascii=False
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
@@ -267,7 +268,7 @@ def options_of(ctx: click.Context, as_json: bool = False) -> Options:
 
 def print_json(value: object) -> None:
     """JSON keeps every string exact; characters a terminal must not receive are `\\u` escapes."""
-    click.echo(escape.json_safe(json.dumps(value, indent=2, ensure_ascii=False)))
+    click.echo(json_text(value))
 
 
 def print_json_line(value: object) -> None:
@@ -277,14 +278,50 @@ def print_json_line(value: object) -> None:
 
 def print_json_array(items: Iterable[object]) -> None:
     """A JSON array written as its items come, laid out as `print_json` lays out a list, so
-    that a long listing never has to be held whole."""
-    empty = True
+    that a long listing never has to be held whole (it is written some 64 KB at a time)."""
+    parts: list[str] = []
+    size, written = 0, False
     for item in items:
-        text = escape.json_safe(json.dumps(item, indent=2, ensure_ascii=False))
-        text = text.replace("\n", "\n  ")
-        click.echo(("[\n  " if empty else ",\n  ") + text, nl=False)
-        empty = False
-    click.echo("[]" if empty else "\n]")
+        part = (",\n  " if parts or written else "[\n  ") + json_text(item, "  ")
+        parts.append(part)
+        size += len(part)
+        if size >= 1 << 16:
+            click.echo("".join(parts), nl=False)
+            parts.clear()
+            size, written = 0, True
+    click.echo("".join(parts) + ("\n]" if parts or written else "[]"))
+
+
+def json_text(value: object, margin: str = "") -> str:
+    """`value` as `json.dumps(value, indent=2, ensure_ascii=False)` lays it out, every line
+    after the first begun by `margin`, with the characters a terminal must not receive as
+    `\\u` escapes (`text.json_safe`). The same text, built without the pure-Python encoder
+    that an indented dump runs on, which costs most of a long listing's time."""
+    if isinstance(value, str):
+        return escape.json_safe(_encode_string(value))
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    inner = margin + "  "
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        if not value:
+            return "{}"
+        return ("{\n" + inner + (",\n" + inner).join(
+            escape.json_safe(_encode_string(key)) + ": " + json_text(item, inner)
+            for key, item in value.items()) + "\n" + margin + "}")
+    if isinstance(value, list | tuple):
+        if not value:
+            return "[]"
+        return ("[\n" + inner + (",\n" + inner).join(json_text(item, inner) for item in value)
+                + "\n" + margin + "]")
+    # Floats, keys that are not strings, values JSON cannot take (TypeError): as json does.
+    dumped = json.dumps(value, indent=2, ensure_ascii=False)
+    return escape.json_safe(dumped).replace("\n", "\n" + margin)
 
 
 # What `check`, `risks` and `rejections` print their findings as.

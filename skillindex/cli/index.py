@@ -309,27 +309,33 @@ def list_(ctx: click.Context, as_json: bool) -> None:
       skillindex --json list
     """
     options = options_of(ctx, as_json)
+    if options.json:
+        _list_json(options)
+        return
     with no_cycle_collection():
         _list(options)
 
 
-def _list(options: Options) -> None:
-    found = None
-    if not options.json:
-        # A migrated SQLite index lists its stored winners without SQLAlchemy.
-        from skillindex.query import oneshot  # noqa: PLC0415
+def _list_json(options: Options) -> None:
+    """The winners as a JSON array, written as they are read. The cyclic collector stays on:
+    the store's sessions leave cycles behind a page at a time, which it frees."""
+    with options.open() as index:
+        hinted = index.argument_hints()
+        print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id))
+                         for winner in index.iter_winners())
 
-        found = oneshot.listing(options.config, db=options.db, cwd=options.cwd,
-                                index=options.index)
+
+def _list(options: Options) -> None:
+    # A migrated SQLite index lists its stored winners without SQLAlchemy.
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    found = oneshot.listing(options.config, db=options.db, cwd=options.cwd,
+                            index=options.index)
     if found is not None:
         columns, names, note, hints = found.columns, found.collisions, found.note, found.hints
     else:
         with options.open() as index:
             hinted = index.argument_hints()
-            if options.json:
-                print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id))
-                                 for winner in index.iter_winners())
-                return
             listed = list(index.iter_winners())
             rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
                      finding_codes(w.candidate), w.candidate.path] for w in listed]
