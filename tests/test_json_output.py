@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from skillindex import text
 from skillindex.cli.common import json_text, print_json, print_json_array
+from skillindex.model import Level, Scope, Status
 
 # Strings with what needs care: quotes, backslashes, controls, DEL and C1, bidi and
 # zero-width characters, line separators, lone surrogates, astral characters.
@@ -21,11 +22,12 @@ TRICKY = st.text(st.sampled_from(
      '\u2028', '\u202e', '\ud800', '\udcff', '\ufeff', 'é', '中', '\U0001f600', '\U000e0041',
      '/', ':']), max_size=12)
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2 ** 70), max_value=2 ** 70)
-           | st.floats(allow_nan=True, allow_infinity=True) | TRICKY)
+           | st.floats(allow_nan=True, allow_infinity=True) | TRICKY
+           | st.sampled_from([Status.REJECTED, Level.BODY]))  # a StrEnum, an IntEnum
 VALUES = st.recursive(
     SCALARS,
     lambda inner: (st.lists(inner, max_size=4) | st.tuples(inner, inner)
-                   | st.dictionaries(TRICKY, inner, max_size=4)
+                   | st.dictionaries(TRICKY | st.sampled_from([Scope.USER]), inner, max_size=4)
                    | st.dictionaries(st.integers() | st.booleans() | st.none(), inner,
                                      max_size=2)),
     max_leaves=20)

@@ -295,33 +295,81 @@ def print_json_array(items: Iterable[object]) -> None:
 def json_text(value: object, margin: str = "") -> str:
     """`value` as `json.dumps(value, indent=2, ensure_ascii=False)` lays it out, every line
     after the first begun by `margin`, with the characters a terminal must not receive as
-    `\\u` escapes (`text.json_safe`). The same text, built without the pure-Python encoder
-    that an indented dump runs on, which costs most of a long listing's time."""
-    if isinstance(value, str):
-        return escape.json_safe(_encode_string(value))
+    `\\u` escapes (`text.json_safe`). The same text, built with the C string encoder: an
+    indented dump runs the pure-Python encoder, which cost most of a long listing's time."""
+    kind = value.__class__
+    if kind is str:
+        return _string(value)  # type: ignore[arg-type]
+    if kind is dict:
+        return _object(value, margin)  # type: ignore[arg-type]
+    if kind is list or kind is tuple:
+        return _array(value, margin)  # type: ignore[arg-type]
     if value is None:
         return "null"
     if value is True:
         return "true"
     if value is False:
         return "false"
+    if kind is int:
+        return int.__repr__(value)
+    # Subclasses (enums among them) as json takes them.
+    if isinstance(value, str):
+        return _string(value)
     if isinstance(value, int):
         return int.__repr__(value)
-    inner = margin + "  "
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        if not value:
-            return "{}"
-        return ("{\n" + inner + (",\n" + inner).join(
-            escape.json_safe(_encode_string(key)) + ": " + json_text(item, inner)
-            for key, item in value.items()) + "\n" + margin + "}")
+    if isinstance(value, dict):
+        return _object(value, margin)
     if isinstance(value, list | tuple):
-        if not value:
-            return "[]"
-        return ("[\n" + inner + (",\n" + inner).join(json_text(item, inner) for item in value)
-                + "\n" + margin + "]")
-    # Floats, keys that are not strings, values JSON cannot take (TypeError): as json does.
-    dumped = json.dumps(value, indent=2, ensure_ascii=False)
-    return escape.json_safe(dumped).replace("\n", "\n" + margin)
+        return _array(value, margin)
+    return _dumped(value, margin)  # floats; what JSON cannot take raises TypeError, as json's
+
+
+def _string(value: str) -> str:
+    encoded: str = _encode_string(value)
+    return encoded if encoded.isprintable() else escape.json_safe(encoded)
+
+
+_KEYS: dict[str, str] = {}  # the text of a key used again and again, with its colon
+
+
+def _object(value: dict[Any, Any], margin: str) -> str:
+    if not value:
+        return "{}"
+    inner = margin + "  "
+    parts: list[str] = []
+    add = parts.append
+    for key, item in value.items():
+        shown = _KEYS.get(key)
+        if shown is None:
+            if not isinstance(key, str):
+                return _dumped(value, margin)  # json's own text for other keys
+            shown = _string(key) + ": "
+            if len(_KEYS) < 1_000:
+                _KEYS[key] = shown
+        kind = item.__class__
+        if kind is str:
+            encoded = _encode_string(item)
+            add(shown + (encoded if encoded.isprintable() else escape.json_safe(encoded)))
+        elif item is None:
+            add(shown + "null")
+        elif kind is bool:
+            add(shown + ("true" if item else "false"))
+        else:
+            add(shown + json_text(item, inner))
+    return "{\n" + inner + (",\n" + inner).join(parts) + "\n" + margin + "}"
+
+
+def _array(value: list[Any] | tuple[Any, ...], margin: str) -> str:
+    if not value:
+        return "[]"
+    inner = margin + "  "
+    return ("[\n" + inner + (",\n" + inner).join([json_text(item, inner) for item in value])
+            + "\n" + margin + "]")
+
+
+def _dumped(value: object, margin: str) -> str:
+    return escape.json_safe(json.dumps(value, indent=2, ensure_ascii=False)).replace(
+        "\n", "\n" + margin)
 
 
 # What `check`, `risks` and `rejections` print their findings as.
