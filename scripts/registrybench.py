@@ -16,8 +16,9 @@ Figures, medians of R:
   skill that did not change. Then the first `catalog()` after it (no cached text).
 - `skillindex watch`: the time from the write to the change being in the catalog (the pass's
   report, then a catalog read in this process), for an added, an edited and a removed skill.
-- `--json list` and `--json candidates` as whole processes: wall time and peak memory, beside
-  the floor of `--json roots` (a process that starts, opens the index and prints little).
+- `--json list` and `--json candidates` as whole processes: wall and CPU time and peak
+  memory, beside the floor of `--json roots` (a process that starts, opens the index and
+  prints little).
 
 Used by `scripts/bench.py --registry-scale DIR`.
 """
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import select
 import shutil
 import sqlite3
@@ -269,12 +271,16 @@ def outputs(config: Path, base: Path, work: Path, repeat: int) -> dict[str, floa
     results: dict[str, float] = {}
     for label, arguments in (("roots", ["--json", "roots"]), ("list", ["--json", "list"]),
                              ("candidates", ["--json", "candidates"])):
-        walls, peaks = [], []
+        walls, cpus, peaks = [], [], []
         for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             peak, wall = peak_mb([*common, *arguments])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             walls.append(wall)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             peaks.append(peak)
         results[f"{label}_json_s"] = statistics.median(walls)
+        results[f"{label}_json_cpu_s"] = statistics.median(cpus)
         results[f"{label}_json_peak_mb"] = max(peaks)
         output = subprocess.run([sys.executable, "-m", "skillindex", *common, *arguments],
                                 check=True, capture_output=True).stdout
@@ -307,12 +313,13 @@ def table(size: int, results: dict[str, Any]) -> str:
     if floor:
         lines.append(f"\nfloor: `reindex(paths=[an unchanged skill])` {floor:.3f} s")
     if "list_json_s" in results:
-        lines += ["", f"| command at {size:,} skills | wall | x `--json roots` | peak RSS |",
-                  "|---|---:|---:|---:|"]
-        below = results["roots_json_s"]
+        lines += ["", f"| command at {size:,} skills | wall | x `--json roots` | CPU "
+                  "| x `--json roots` | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+        below, below_cpu = results["roots_json_s"], results["roots_json_cpu_s"]
         for label in ("roots", "list", "candidates"):
-            wall = results[f"{label}_json_s"]
+            wall, cpu = results[f"{label}_json_s"], results[f"{label}_json_cpu_s"]
             lines.append(f"| `--json {label}` | {wall:.2f} s | {wall / below:.1f}x | "
+                         f"{cpu:.2f} s | {cpu / below_cpu:.1f}x | "
                          f"{results[f'{label}_json_peak_mb']:.0f} MB |")
     return "\n".join(lines)
 

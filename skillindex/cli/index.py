@@ -176,6 +176,8 @@ def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int |
       skillindex --json candidates
     """
     options = options_of(ctx, as_json)
+    if options.json and not summary and _streamed_candidates(options, None, code, limit):
+        return
     with options.open() as index:
         if summary:
             counts, total = index.finding_counts(), index.count()
@@ -195,6 +197,21 @@ def candidates(ctx: click.Context, summary: bool, code: str | None, limit: int |
     else:
         candidate_table(found)
         _more(len(found), limit)
+
+
+def _streamed_candidates(options: Options, status: Status | None, code: str | None,
+                         limit: int | None) -> bool:
+    """Print the candidates as JSON from a migrated SQLite index without SQLAlchemy, as they
+    are read; False, with nothing printed, where the full path must."""
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    with oneshot.candidate_entries(options.config, db=options.db, cwd=options.cwd,
+                                   index=options.index, status=status, code=code,
+                                   limit=limit) as entries:
+        if entries is None:
+            return False
+        print_json_array(entries)
+        return True
 
 
 @cli.command()
@@ -220,6 +237,9 @@ def rejections(ctx: click.Context, summary: bool, code: str | None, limit: int |
     located = output in ("sarif", "github")
     if summary and located:
         raise click.UsageError(f"--summary counts the reasons; --format {output} lists them")
+    if options.json and not summary and not located and _streamed_candidates(
+            options, Status.REJECTED, code, limit):
+        return
     with options.open() as index:
         if located:
             found = index.rejections(code=code, limit=limit)
@@ -317,8 +337,16 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 
 
 def _list_json(options: Options) -> None:
-    """The winners as a JSON array, written as they are read. The cyclic collector stays on:
-    the store's sessions leave cycles behind a page at a time, which it frees."""
+    """The winners as a JSON array, written as they are read: from a migrated SQLite index
+    without SQLAlchemy where it can. The cyclic collector stays on: the store's sessions
+    leave cycles behind a page at a time, which it frees."""
+    from skillindex.query import oneshot  # noqa: PLC0415
+
+    with oneshot.winner_entries(options.config, db=options.db, cwd=options.cwd,
+                                index=options.index) as entries:
+        if entries is not None:
+            print_json_array(entries)
+            return
     with options.open() as index:
         hinted = index.argument_hints()
         print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id))

@@ -74,9 +74,8 @@ def iter_candidates(store: Library, here: Here, *, status: Status | None, code: 
     path order), with a finding of `code` if given, the first `limit` if given."""
     check_limit(limit)
     left = limit
-    roots = sorted(here.roots, key=lambda spec: (-spec.precedence, spec.position))
     with store.session() as session:
-        for spec in roots:
+        for spec in here.by_precedence:
             after = ""
             while True:
                 found = queries.candidates_page(session, here.index_name, str(spec.path),

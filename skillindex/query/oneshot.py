@@ -12,13 +12,15 @@ errors, as it always does. A read and a /skill: message run the library's own fl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import repeat
+from functools import partial
+from itertools import islice, repeat
 from pathlib import Path
 from sqlite3 import Connection
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
@@ -35,6 +37,7 @@ from skillindex.model import (
     ScanProblem,
     SessionLevels,
     SkillCommand,
+    Status,
 )
 from skillindex.providers import plan_roots
 from skillindex.query import audit as audit_flow
@@ -295,6 +298,124 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     hints = list(map(hinted.get, cids, repeat(""))) if hinted else []
     return Listing(columns, collided, staleness.note(
         setup.settings, lambda: staleness.stale_roots(roots, scans)), hints)
+
+
+Entry = dict[str, object]
+PAGE = 2_000  # candidates a read of `candidate_entries` holds at once
+
+
+@contextmanager
+def winner_entries(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+                   index: str | None) -> Iterator[Iterator[Entry] | None]:
+    """What `list --json` prints of each winner (`Winner.as_dict`, and its `argument_hint`
+    where it declares one), in catalog order, read from the stored resolution as they are
+    printed (the block is one read transaction); None for the full path, as `listing`."""
+    setup = _setup(config, db, cwd, index)
+    roots = () if setup is None else plan_roots(setup.settings, setup.env).roots
+    here = None if setup is None or not setup.settings.enabled else Here.of(setup.settings,
+                                                                            roots)
+    key_of = None if here is None else _key_of(here)
+    if setup is None or here is None or key_of is None:
+        yield None
+        return
+    with fastpath.opened(setup.path) as connection:
+        if connection is None:
+            yield None
+            return
+        with fastpath.stored_winners(connection, setup.index_name, here.paths,
+                                     key_of) as stored:
+            yield None if stored is None else _winners(stored, roots)
+
+
+def _winners(stored: fastpath.StoredWinners, roots: Sequence[RootSpec]) -> Iterator[Entry]:
+    specs = {str(spec.path): spec for spec in roots}
+    where: dict[int, tuple[str, str, str, int]] = {}
+    for root_id, (root, *kept) in stored.roots.items():
+        spec = specs.get(root)  # rebased: the plan's scope, provider and precedence count
+        scope, provider, precedence = (kept if spec is None
+                                       else (str(spec.scope), spec.provider, spec.precedence))
+        where[root_id] = (str(Path(root)), scope, provider, precedence)
+    hints = argument_hints(stored.hosts)
+
+    def winner(row: Sequence[Any]) -> Entry:
+        # (ordinal, catalog name, collision, root id, then the candidate's entry columns)
+        entry = _entry(row, 4, where[row[3]])
+        entry["name"], entry["declared_name"] = row[1], entry["name"]  # in the same place
+        entry["collision"] = None if row[2] is None else _collision(row[2])
+        if hint := hints.get(row[4]):
+            entry["argument_hint"] = hint
+        return entry
+
+    return _entries(stored.rows, winner)
+
+
+def _entry(row: Sequence[Any], at: int, place: tuple[str, str, str, int]) -> Entry:
+    """`Candidate.as_dict` of the `sql.ENTRY_COLUMNS` that begin at `at` in `row`, found in
+    the root `place` (path, scope, provider, precedence), with no findings yet."""
+    root, scope, provider, precedence = place
+    return {"name": row[at + 1], "description": row[at + 2], "path": row[at + 3], "root": root,
+            "scope": scope, "provider": provider, "precedence": precedence,
+            "status": row[at + 4], "enabled": bool(row[at + 5]),
+            "model_invocation": not row[at + 6], "findings": []}
+
+
+def _entries(pages: Iterator[list[Any]], start: Callable[[Sequence[Any]], Entry],
+             ) -> Iterator[Entry]:
+    """The entries of rows that end in `sql.ENTRY_COLUMNS`, a row per finding: `start` makes
+    an entry of the first row of each (the rows of one entry share their first column), and
+    the findings are added to it."""
+    entry: Entry | None = None
+    findings: list[Entry] = []
+    current = None
+    for rows in pages:
+        for row in rows:
+            if row[0] != current:
+                if entry is not None:
+                    yield entry
+                current = row[0]
+                entry = start(row)
+                findings = entry["findings"]  # type: ignore[assignment]
+            if row[-3] is not None:
+                findings.append({"code": row[-3], "severity": row[-2], "message": row[-1]})
+    if entry is not None:
+        yield entry
+
+
+def _collision(text: str) -> object:
+    found = stored_collision(text)
+    return None if found is None else found.as_dict()
+
+
+@contextmanager
+def candidate_entries(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
+                      index: str | None, status: Status | None = None, code: str | None = None,
+                      limit: int | None = None) -> Iterator[Iterator[Entry] | None]:
+    """What `candidates --json` (`rejections --json` with `status`) prints of each candidate
+    (`Candidate.as_dict`), in the order of `SkillIndex.iter_candidates`, read as they are
+    printed (the block is one read transaction); None for the full path: not a SQLite index
+    at this schema, the index switched off, a limit below 0 (which it reports)."""
+    setup = _setup(config, db, cwd, index)
+    if setup is None or not setup.settings.enabled or (limit is not None and limit < 0):
+        yield None
+        return
+    roots = Here.of(setup.settings, plan_roots(setup.settings, setup.env).roots).by_precedence
+    with fastpath.opened(setup.path) as connection:
+        if connection is None:
+            yield None
+            return
+        with fastpath.candidate_rows(connection, setup.index_name,
+                                     [str(spec.path) for spec in roots],
+                                     status=None if status is None else status.value,
+                                     code=code) as found:
+            yield None if found is None else islice(_candidates(found, roots), limit)
+
+
+def _candidates(found: Iterator[tuple[str, Iterator[list[Any]]]],
+                roots: Sequence[RootSpec]) -> Iterator[Entry]:
+    for spec, (_root, pages) in zip(roots, found, strict=True):
+        # Rebased on the plan's root, as the full path's are.
+        yield from _entries(pages, partial(_entry, at=0, place=(
+            str(spec.path), str(spec.scope), spec.provider, spec.precedence)))
 
 
 def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,

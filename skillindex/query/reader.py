@@ -53,6 +53,11 @@ class Here:
         return [str(spec.path) for spec in self.roots]
 
     @property
+    def by_precedence(self) -> list[RootSpec]:
+        """The roots in the order candidates are listed: by precedence, then registration."""
+        return sorted(self.roots, key=lambda spec: (-spec.precedence, spec.position))
+
+    @property
     def quarantining(self) -> bool:
         """Whether a root here holds risky skills back until approved: then the winners depend
         on approvals as well, and are resolved at each query, not stored."""

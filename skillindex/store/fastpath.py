@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from skillindex import model
+from skillindex.errors import StoreError
 from skillindex.model import KnownSkill
 from skillindex.store import chain, fts, sql, sqlitefile
 from skillindex.store.chain import fields_of, linked
@@ -166,6 +167,86 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
         return rows, stored_roots, findings, collided, scans, hosts
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWinners:
+    """What `list --json` reads of the stored resolution of the roots, in one transaction."""
+
+    roots: dict[int, tuple[Any, ...]]  # the index's roots by id (`sql.LISTING_ROOTS`)
+    hosts: dict[int, str]  # the host fields of the winners that have any (`sql.LISTING_HOSTS`)
+    rows: Iterator[list[Any]]  # the rows of `sql.WINNER_ENTRIES`, some thousands at a time
+
+
+@contextmanager
+def stored_winners(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
+                   key_of: Callable[[RootRuns], str]) -> Iterator[StoredWinners | None]:
+    """The winners of the stored resolution of these roots as the index is now, read in one
+    read transaction that lasts the block (so every row is of one state of the index); None
+    when no resolution is stored for them, or the database fails before a row is read. A
+    failure while the rows are read is a StoreError."""
+    def read(set_id: int) -> StoredWinners:
+        where = {"set_id": set_id}
+        return StoredWinners(
+            {row[0]: row[1:] for row in connection.execute(sql.LISTING_ROOTS,
+                                                           {"index_name": index_name})},
+            dict(connection.execute(sql.LISTING_HOSTS, where).fetchall()),
+            _streamed(connection, sql.WINNER_ENTRIES, where))
+
+    with _reading(connection) as began:
+        found = None
+        if began:
+            try:
+                set_id = _set_id(connection, index_name, roots, key_of)
+                found = None if set_id is None else read(set_id)
+            except sqlite3.Error:
+                found = None
+        yield found
+
+
+@contextmanager
+def candidate_rows(connection: sqlite3.Connection, index_name: str, roots: Sequence[str], *,
+                   status: str | None, code: str | None,
+                   ) -> Iterator[Iterator[tuple[str, Iterator[list[Any]]]] | None]:
+    """The candidates of each of these roots, in their order, as the rows of
+    `sql.candidate_entries` (some thousands at a time) in one read transaction that lasts the
+    block; None when the database fails before. A failure while they are read is a
+    StoreError."""
+    statement = sql.candidate_entries(status=status is not None, code=code is not None)
+
+    def each() -> Iterator[tuple[str, Iterator[list[Any]]]]:
+        for root in roots:
+            yield root, _streamed(connection, statement, {
+                "index_name": index_name, "root": root, "status": status, "code": code})
+
+    with _reading(connection) as began:
+        yield each() if began else None
+
+
+@contextmanager
+def _reading(connection: sqlite3.Connection) -> Iterator[bool]:
+    """One read transaction for the block; False when it could not begin."""
+    try:
+        connection.execute("BEGIN")
+    except sqlite3.Error:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        with suppress(sqlite3.Error):  # a read: nothing is lost, and the connection closes next
+            connection.execute("COMMIT")
+
+
+def _streamed(connection: sqlite3.Connection, statement: str,
+              params: dict[str, Any]) -> Iterator[list[Any]]:
+    """The rows of one statement, some thousands at a time, never all at once."""
+    try:
+        cursor = connection.execute(statement, params)
+        while rows := cursor.fetchmany(2_000):
+            yield rows
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the index: {exc}") from exc
 
 
 def stored_matches(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],

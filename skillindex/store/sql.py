@@ -70,6 +70,20 @@ LISTING_ROOTS = ("SELECT id, path, scope, provider, precedence FROM root "
 LISTING_FINDINGS = (
     "SELECT f.candidate_id, f.code, f.severity FROM finding f "
     "JOIN resolved_winner w ON w.candidate_id = f.candidate_id WHERE w.set_id = :set_id")
+# What `list --json` and `candidates --json` print, read by one statement each: a row per
+# finding (one row of NULLs for a candidate without any), the findings in the order they were
+# written; the winners in catalog order, or the candidates of one root in path order.
+ENTRY_COLUMNS = ("c.id, c.name, c.description, c.skill_path, c.status, c.enabled, "
+                 "c.disable_model_invocation, f.code, f.severity, f.message")
+WINNER_ENTRIES = (
+    f"SELECT w.ordinal, w.name, w.collision, c.root_id, {ENTRY_COLUMNS} FROM resolved_winner w "
+    "JOIN candidate c ON c.id = w.candidate_id "
+    "LEFT OUTER JOIN finding f ON f.candidate_id = c.id "
+    "WHERE w.set_id = :set_id ORDER BY w.ordinal, f.id")
+CANDIDATE_ENTRIES = (
+    f"SELECT {ENTRY_COLUMNS} FROM candidate c JOIN root r ON r.id = c.root_id "
+    "LEFT OUTER JOIN finding f ON f.candidate_id = c.id "
+    "WHERE r.index_name = :index_name AND r.path = :root{where} ORDER BY c.skill_path, f.id")
 ROOT_SCANS = (
     "SELECT r.path, r.present, i.started_at FROM root r "
     "LEFT OUTER JOIN index_run i ON i.id = r.last_run_id "
@@ -172,3 +186,11 @@ def root_runs(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
 def root_scans(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """ROOT_SCANS for these paths and its path parameters."""
     return for_paths(ROOT_SCANS, paths)
+
+
+def candidate_entries(*, status: bool, code: bool) -> str:
+    """CANDIDATE_ENTRIES of the candidates of one status (`:status`) and with a finding of one
+    code (`:code`), where asked."""
+    where = (" AND c.status = :status" if status else "") + (
+        " AND c.id IN (SELECT candidate_id FROM finding WHERE code = :code)" if code else "")
+    return CANDIDATE_ENTRIES.format(where=where)
