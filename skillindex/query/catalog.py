@@ -76,6 +76,30 @@ class SearchHint:
     elsewhere: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The items after those a catalog is built from, known by name, location (and rank)
+    alone: past the ones `describable` counts, not pinned. The catalog leaves them all out,
+    as it would have had it been given them whole, when what its budget has left is too
+    small for the shortest entry any of them could have; else it raises `Unspent`."""
+
+    names: Sequence[str] = ()
+    locations: Sequence[str] = ()
+    ranks: Sequence[int | None] = ()
+
+
+NO_TAIL = Tail()
+
+
+class Unspent(Exception):
+    """A catalog given a `Tail` did not spend its budget before it: it needs the items up to
+    `needed` (an index into the tail) in full."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
 # How a host without MCP finds the skills a catalog leaves out.
 SEARCH_COMMAND = 'the command `skillindex search "what you need"`'
 
@@ -277,10 +301,12 @@ def describable(items: Iterable[tuple[str, str]], *, max_chars: int, fmt: Format
 
 
 def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
-          ranked_by: str = "precedence", hint: SearchHint | None = None) -> Catalog:
+          ranked_by: str = "precedence", hint: SearchHint | None = None,
+          beyond: Tail = NO_TAIL) -> Catalog:
     """Everything in full if it fits; else descriptions shortened evenly; else names only.
     Pinned skills keep their descriptions whole throughout. With a `hint`, a catalog that
-    leaves skills out ends with the line saying so (within the budget)."""
+    leaves skills out ends with the line saying so (within the budget), as it does when
+    items lie `beyond` (see `Tail`)."""
     renderer = _Renderer(fmt)
     folded = _folded(items)
 
@@ -288,22 +314,34 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
         whole = _rendered_within(renderer, (CatalogEntry(i.name, i.description, i.location,
                                                          why=i.why) for i in folded), chars)
         if whole is not None:
+            _spent(renderer, beyond, chars)
             return Catalog(whole[0], fmt, chars, _costed(renderer, whole[1]),
                            ranked_by=ranked_by)
         # Reasons name the whole budget, though the hint's line may take some of it.
         shortened = _shortened(renderer, folded, chars, max_chars)
         if shortened is not None:
+            _spent(renderer, beyond, chars)
             return _finished(renderer, shortened, chars, fmt, ranked_by)
-        return _names_only(renderer, folded, chars, fmt, ranked_by, max_chars)
+        return _names_only(renderer, folded, chars, fmt, ranked_by, max_chars, beyond)
 
-    return _hinted(made, renderer, len(folded), max_chars, hint)
+    return _hinted(made, renderer, len(folded) + len(beyond.names), max_chars, hint)
+
+
+def _spent(renderer: _Renderer, beyond: Tail, room: int) -> None:
+    """Raise `Unspent` at the first item `beyond` whose entry might fit in `room` characters
+    (escaping never shortens a name or a location)."""
+    least = len(renderer.entry(CatalogEntry("", "", "")))
+    for number, (name, location) in enumerate(zip(beyond.names, beyond.locations,
+                                                  strict=True)):
+        if least + len(name) + len(location) <= room:
+            raise Unspent(number)
 
 
 def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
-                 hint: SearchHint | None = None) -> Catalog:
+                 hint: SearchHint | None = None, beyond: Tail = NO_TAIL) -> Catalog:
     """Relevance first: items arrive best first (pinned before them); each keeps its full
     description while it fits, then names only from the first that does not, then the rest
-    is omitted and reported, each with its rank. With a `hint`, as `build`."""
+    is omitted and reported, each with its rank. With a `hint` or items `beyond`, as `build`."""
     renderer = _Renderer(fmt)
     folded = _folded(items)
 
@@ -340,9 +378,13 @@ def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
                 in_full = False
                 omitted.append(item.name)
                 reasons.append(f"{_ranked(item)}: does not fit in {max_chars} characters")
+        _spent(renderer, beyond, chars - used - (len(between) if kept else 0))
+        omitted.extend(beyond.names)
+        reasons.extend(f"{_ranked_as(rank)}: does not fit in {max_chars} characters"
+                       for rank in beyond.ranks)
         return _finished(renderer, kept, chars, fmt, "query", omitted, reasons)
 
-    return _hinted(made, renderer, len(folded), max_chars, hint)
+    return _hinted(made, renderer, len(folded) + len(beyond.names), max_chars, hint)
 
 
 def _smallest(renderer: _Renderer) -> int:
@@ -351,7 +393,11 @@ def _smallest(renderer: _Renderer) -> int:
 
 
 def _ranked(item: CatalogItem) -> str:
-    return "no match for the query" if item.rank is None else f"query rank {item.rank}"
+    return _ranked_as(item.rank)
+
+
+def _ranked_as(rank: int | None) -> str:
+    return "no match for the query" if rank is None else f"query rank {rank}"
 
 
 def _costed(renderer: _Renderer, entries: Iterable[CatalogEntry]) -> tuple[CatalogEntry, ...]:
@@ -452,7 +498,7 @@ def _shortened(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int
 
 
 def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: int,
-                fmt: Format, ranked_by: str, budget: int) -> Catalog:
+                fmt: Format, ranked_by: str, budget: int, beyond: Tail) -> Catalog:
     head, between, tail = renderer.frame()
     used = len(head) + len(tail)
     kept: list[CatalogEntry] = []
@@ -476,15 +522,17 @@ def _names_only(renderer: _Renderer, items: Sequence[CatalogItem], max_chars: in
                 break
         else:
             omitted.append(item.name)
+    _spent(renderer, beyond, max_chars - used - (len(between) if kept else 0))
+    omitted.extend(beyond.names)
     reasons = (f"does not fit in {budget} characters",) * len(omitted)
     return _finished(renderer, kept, max_chars, fmt, ranked_by, omitted, reasons)
 
 
 def empty(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format, reason: str,
-          ranked_by: str = "precedence") -> Catalog:
+          ranked_by: str = "precedence", beyond: Tail = NO_TAIL) -> Catalog:
     """No catalog at all (no read tool, or skills switched off), saying why for each skill."""
-    return Catalog("", fmt, max_chars, (), tuple(i.name for i in items), (reason,) * len(items),
-                   ranked_by)
+    names = (*(i.name for i in items), *beyond.names)
+    return Catalog("", fmt, max_chars, (), names, (reason,) * len(names), ranked_by)
 
 
 def with_omitted(catalog: Catalog, names: Sequence[str], reasons: Sequence[str]) -> Catalog:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
-from skillindex.model import Listing, has_text
+from skillindex.model import Listing
 from skillindex.store import sql
 from skillindex.store.models import Candidate, Finding, ResolvedSet, ResolvedWinner, Root
 
@@ -276,13 +276,11 @@ def search_winners(session: Session, set_id: int, ids: Sequence[int]) -> list[An
     return list(session.execute(text(statement), {"set_id": set_id}))
 
 
-def catalog_listing(session: Session, set_id: int) -> Iterator[Listing]:
-    """Every winner as the catalog reads it, in catalog order, streamed: the descriptions pass
-    through one page at a time, never all held."""
-    rows = session.execute(text(sql.CATALOG_LISTING), {"set_id": set_id},
-                           execution_options={"yield_per": PAGE})
-    for name, declared, cid, path, manual, description in rows:
-        yield Listing(name, declared, cid, path, not manual, has_text(description))
+def catalog_order(session: Session, set_id: int) -> list[Listing]:
+    """Every winner in catalog order, as far as ordering, naming and placing it take:
+    `described` is left False (`descriptions` reads them for the few a catalog shows)."""
+    return [Listing(name, declared, cid, path, not manual, False) for name, declared, cid, path,
+            manual in session.execute(text(sql.CATALOG_ORDER), {"set_id": set_id}).all()]
 
 
 def descriptions(session: Session, ids: Sequence[int]) -> dict[int, str]:

@@ -41,13 +41,13 @@ WINNERS_PAGE = (
     f"SELECT w.ordinal, w.name, w.collision, {CANDIDATE_COLUMNS} FROM resolved_winner w "
     "JOIN candidate c ON c.id = w.candidate_id JOIN root r ON r.id = c.root_id "
     "WHERE w.set_id = :set_id AND w.ordinal > :after ORDER BY w.ordinal LIMIT :limit")
-# What the catalog reads of every winner (`model.Listing`, the description only to tell whether
-# there is one), and then the descriptions of the few its budget can show.
-CATALOG_LISTING = (
-    "SELECT w.name, c.name, c.id, c.skill_path, c.disable_model_invocation, c.description "
+DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
+# What a catalog reads of every winner to order it and to name those it leaves out; the
+# descriptions only of the first few, those its budget can show (`DESCRIPTIONS`).
+CATALOG_ORDER = (
+    "SELECT w.name, c.name, c.id, c.skill_path, c.disable_model_invocation "
     "FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
     "WHERE w.set_id = :set_id ORDER BY w.ordinal")
-DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
 # Other hosts' fields of the few candidates that have any (index/dialect.py).
 HOST_FIELDS = ("SELECT id, host_fields FROM candidate WHERE id IN ({ids}) "
                "AND host_fields IS NOT NULL")
