@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat, takewhile
@@ -330,11 +331,12 @@ def build(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
 def _spent(renderer: _Renderer, beyond: Tail, room: int) -> None:
     """Raise `Unspent` at the first item `beyond` whose entry might fit in `room` characters
     (escaping never shortens a name or a location)."""
-    least = len(renderer.entry(CatalogEntry("", "", "")))
-    for number, (name, location) in enumerate(zip(beyond.names, beyond.locations,
-                                                  strict=True)):
-        if least + len(name) + len(location) <= room:
-            raise Unspent(number)
+    if not beyond.names:
+        return
+    bound = room - len(renderer.entry(CatalogEntry("", "", "")))
+    sizes = list(map(operator.add, map(len, beyond.names), map(len, beyond.locations)))
+    if min(sizes) <= bound:  # rare: else no item beyond needs a look
+        raise Unspent(next(number for number, size in enumerate(sizes) if size <= bound))
 
 
 def build_ranked(items: Sequence[CatalogItem], *, max_chars: int, fmt: Format,
