@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from skillindex import SkillIndex
 from skillindex.cli import cli
+from skillindex.model import Status
 from skillindex.query import oneshot
 from tests.conftest import isolate_home, write_skill
 from tests.test_oneshot import IMPORTS
@@ -177,3 +178,26 @@ def test_on_postgresql_the_full_path_prints_what_sqlite_prints(
         on_pg = json.loads(tree.printed(command))
         assert sorted(on_pg, key=str) == sorted(json.loads(tree.printed(command, on_sqlite)),
                                                 key=str)
+
+
+def pages_agree(config: Path, db: str, cwd: Path) -> None:
+    """The library's candidates, read a row or two at a time, are those read in one go."""
+    with SkillIndex.open(str(config), db=db, cwd=cwd, create=False) as index:
+        whole = list(index.iter_candidates())
+        assert len(whole) > 5
+        for page in (1, 2, 3):
+            assert list(index.iter_candidates(page=page)) == whole
+            assert list(index.iter_candidates(page=page, limit=4)) == whole[:4]
+        rejected = [c for c in whole if c.status.value == "rejected"]
+        assert list(index.iter_candidates(page=1, status=Status.REJECTED)) == rejected
+
+
+def test_the_library_reads_the_candidates_a_page_at_a_time(tree: Tree) -> None:
+    pages_agree(tree.config, tree.db, tree.cwd)
+
+
+def test_on_postgresql_the_candidates_are_read_a_page_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
+    isolate_home(tmp_path, monkeypatch)
+    tree = build(tmp_path, db_url)
+    pages_agree(tree.config, db_url, tree.cwd)

@@ -76,19 +76,14 @@ def iter_candidates(store: Library, here: Here, *, status: Status | None, code: 
     left = limit
     with store.session() as session:
         for spec in here.by_precedence:
-            after = ""
-            while True:
-                found = queries.candidates_page(session, here.index_name, str(spec.path),
-                                                after, page, status=status, code=code)
+            for found in queries.candidate_pages(session, here.index_name, str(spec.path),
+                                                 page, status=status, code=code):
                 for candidate in found:
                     if left is not None:
                         if left <= 0:
                             return
                         left -= 1
                     yield resolve.rebase(candidate, spec)
-                if len(found) < page:
-                    break
-                after = str(found[-1].path)
 
 
 def check_limit(limit: int | None) -> None:

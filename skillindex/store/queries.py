@@ -6,7 +6,7 @@ import contextlib
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -220,7 +220,7 @@ def apply_reindex(session: Session, *, index_name: str, started_at: datetime,
 @functools.cache
 def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
                       by_code: bool = False, limited: bool = False,
-                      paged: bool = False) -> Executable:
+                      in_root: bool = False) -> Executable:
     # One statement per shape, built once: reads run this for every request. Looking up names,
     # `root_id + 0` keeps SQLite from walking every candidate of the roots to test their names
     # (it starts from the name index instead).
@@ -246,10 +246,8 @@ def _candidates_query(by_paths: bool, status: str | None, by_names: bool,
         # The order the callers sort into (paths in the database's collation).
         query = query.order_by(Root.precedence.desc(), Root.position,
                                Candidate.skill_path).limit(bindparam("limit"))
-    if paged:
-        query = (query.where(Root.path == bindparam("root"),
-                             Candidate.skill_path > bindparam("after"))
-                 .order_by(Candidate.skill_path).limit(bindparam("limit")))
+    if in_root:
+        query = query.where(Root.path == bindparam("root")).order_by(Candidate.skill_path)
     built: Executable = query
     return built
 
@@ -313,18 +311,20 @@ def finding_counts(session: Session, index_name: str, paths: Sequence[str], *,
     return counts
 
 
-def candidates_page(session: Session, index_name: str, root: str, after: str, limit: int, *,
+def candidate_pages(session: Session, index_name: str, root: str, page: int, *,
                     status: model.Status | None = None,
-                    code: str | None = None) -> list[model.Candidate]:
-    """Up to `limit` candidates of one root whose SKILL.md path sorts after `after`, in path
-    order, with their findings: a long listing read a page at a time."""
+                    code: str | None = None) -> Iterator[list[model.Candidate]]:
+    """The candidates of one root in path order, with their findings, `page` at a time: one
+    statement read as it goes (a server-side cursor on PostgreSQL), so that no page sorts
+    the root's candidates again, and a long listing is never held whole."""
     query = _candidates_query(False, None if status is None else status.value, False,
                               code is not None, False, True)
-    rows = session.execute(query, {"index_name": index_name, "root": root, "after": after,
-                                   "limit": limit, "code": code}).all()
-    findings = findings_of(session, [row[0] for row in rows])
+    result = session.execute(query.execution_options(yield_per=page),
+                             {"index_name": index_name, "root": root, "code": code})
     roots: RootCache = {}
-    return [candidate_of(row, roots, tuple(findings.get(row[0], ()))) for row in rows]
+    for rows in result.partitions():
+        findings = findings_of(session, [row[0] for row in rows])
+        yield [candidate_of(row, roots, tuple(findings.get(row[0], ()))) for row in rows]
 
 
 def findings_of(session: Session, ids: list[int]) -> dict[int, list[model.Finding]]:
