@@ -245,3 +245,27 @@ def test_the_entries_no_worker_finished_are_walked_by_the_indexer(
     assert report.seen == len(names) + 2
     assert {c.directory.name for c in index.candidates()} == {*names, "good", "other"}
     assert all(c.status is Status.ACCEPTED for c in index.candidates())
+
+
+def test_a_shard_that_failed_under_one_root_leaves_the_next_root_its_own_shards(
+        tmp_path: Path, open_index: OpenIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The workers take the shards of every root in turn, several in flight: the ones of the
+    # first root not yet staged when one of them failed must not reach the second root.
+    roots = [tmp_path / "first", tmp_path / "second"]
+    names = {root: [f"{root.name}-{number:03d}" for number in range(parallel.PARALLEL_MIN + 10)]
+             for root in roots}
+    for root in roots:
+        for name in names[root]:
+            write_skill(root, name, f"name: {name}\ndescription: d\n")
+    monkeypatch.setattr(parallel.Workers, "executor",
+                        lambda self: ThreadPoolExecutor(max_workers=self.jobs))
+    monkeypatch.setattr(parallel, "_scan_shard",
+                        _fails_for(names[roots[0]][parallel.SHARD], parallel._scan_shard))
+    index = open_index(*roots)
+
+    report = index.reindex(jobs=2)
+
+    assert report.seen == 2 * (parallel.PARALLEL_MIN + 10)
+    found = {(c.root.name, c.directory.name) for c in index.candidates()}
+    assert found == {(root.name, name) for root in roots for name in names[root]}
+    assert all(c.status is Status.ACCEPTED for c in index.candidates())

@@ -6,6 +6,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -150,13 +151,13 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
     writes: list[RootWrite] = []
     problems: list[ScanProblem] = list(extra_problems)
     workers = parallel.Workers(jobs) if jobs > 1 else None
+    scanned = [(spec, None if targets is None else targets[str(spec.path)]) for spec in roots
+               if targets is None or str(spec.path) in targets]
     try:
-        for spec in roots:
-            if targets is not None and str(spec.path) not in targets:
-                continue
-            only = None if targets is None else targets[str(spec.path)]
+        shared = _share(scanned, known, workers, limits) if workers is not None else {}
+        for number, (spec, only) in enumerate(scanned):
             write = _scan_root(spec, known.get(str(spec.path), {}), stage, counts, progress,
-                               expected, lookup, only, workers, limits)
+                               expected, lookup, only, shared.get(number), limits)
             problems.extend(write.problems)
             writes.append(write)
     finally:
@@ -165,10 +166,46 @@ def _scan(roots: Sequence[RootSpec], known: dict[str, dict[str, KnownSkill]], st
     return writes, problems, counts
 
 
+@dataclass(slots=True)
+class _Shared:
+    """What workers scan of one root: its new entries in shards of `size`, and the entries
+    this process walks itself."""
+
+    new: list[str]
+    size: int
+    shards: Iterator[parallel.Shard]
+    walk_only: frozenset[str]
+
+
+def _share(scanned: Sequence[tuple[RootSpec, frozenset[str] | None]],
+           known: dict[str, dict[str, KnownSkill]], workers: parallel.Workers,
+           limits: Limits) -> dict[int, _Shared]:
+    """The roots (by their place in `scanned`) whose new entries hold enough skills for the
+    workers, all planned before the walk, so that their shards follow each other in the
+    workers without a pause between roots."""
+    plans: list[parallel.Plan] = []
+    shared: dict[int, _Shared] = {}
+    for number, (spec, only) in enumerate(scanned):
+        root_known = known.get(str(spec.path), {})
+        names, new = parallel.split_entries(str(spec.path),
+                                            {rel.split("/", 1)[0] for rel in root_known}, only)
+        if parallel.enough_to_share(str(spec.path), new, spec.max_depth):
+            # Workers read, hash and parse what no stored manifest spares; this process walks
+            # the known skills meanwhile and stages every row.
+            size = parallel.shard_size(len(new), workers.jobs)
+            shared[number] = _Shared(new, size, iter(()), names.difference(new))
+            plans.append(parallel.Plan(spec, policy.rules_key(spec), new, limits, size))
+    if plans:
+        pipe = parallel.ScanPipe(workers.executor(), plans)
+        for plan, share in enumerate(shared.values()):
+            share.shards = pipe.shards(plan)
+    return shared
+
+
 def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
                counts: dict[str, int], progress: Progress | None, expected: int | None,
                lookup: Callable[[int], dict[str, KnownFile]], only: frozenset[str] | None,
-               workers: parallel.Workers | None, limits: Limits) -> RootWrite:
+               shared: _Shared | None, limits: Limits) -> RootWrite:
     rules_key = policy.rules_key(spec)
     result = RootScan(spec)
     write = RootWrite(spec, True, result.problems, partial=only)
@@ -177,16 +214,8 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
     new: list[str] = []
     walk_only = only
     size = parallel.SHARD
-    if workers is not None:
-        names, new = parallel.split_entries(str(spec.path),
-                                            {rel.split("/", 1)[0] for rel in root_known}, only)
-        if parallel.enough_to_share(str(spec.path), new, spec.max_depth):
-            # Workers read, hash and parse what no stored manifest spares; this process walks
-            # the known skills meanwhile and stages every row.
-            size = parallel.shard_size(len(new), workers.jobs)
-            shards = parallel.scan_shards(workers.executor(), spec, rules_key, new, limits,
-                                          size)
-            walk_only = names.difference(new)
+    if shared is not None:
+        new, size, shards, walk_only = shared.new, shared.size, shared.shards, shared.walk_only
 
     def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],
                previous: int | None, same_content: bool = False) -> None:

@@ -13,7 +13,7 @@ from skillindex.index.skilldir import ENTRY
 from skillindex.model import Limits, RootSpec, ScanProblem
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import Executor, Future
 
 # Below this many new entries under a root, starting workers costs more than it saves.
 PARALLEL_MIN = 256
@@ -119,11 +119,53 @@ T = TypeVar("T")
 ShardTask = Callable[[RootSpec, str, list[str], Limits], T]
 
 
-def scan_shards(executor: Executor, spec: RootSpec, rules_key: str,
-                names: Sequence[str], limits: Limits, size: int = SHARD) -> Iterator[Shard]:
-    """The judged skills under these entries of the root, `size` entries a shard, a shard at
-    a time, as they finish."""
-    return map_shards(executor, _scan_shard, spec, rules_key, names, limits, size)
+@dataclass(slots=True)
+class Plan:
+    """The new entries of one root that workers scan, `size` entries a shard."""
+
+    spec: RootSpec
+    rules_key: str
+    names: list[str]
+    limits: Limits
+    size: int
+
+
+class ScanPipe:
+    """The shards of several roots' plans, submitted in their order across the roots, IN_FLIGHT
+    at a time: the workers start on the next root's shards while the last ones of a root are
+    still being staged, instead of waiting for them."""
+
+    def __init__(self, executor: Executor, plans: Sequence[Plan]) -> None:
+        self._executor = executor
+        # (plan number, the task's arguments), in the order the shards are staged
+        self._waiting = deque(
+            (number, (plan.spec, plan.rules_key, plan.names[start:start + plan.size],
+                      plan.limits))
+            for number, plan in enumerate(plans) for start in range(0, len(plan.names),
+                                                                    plan.size))
+        self._pending: deque[tuple[int, Future[Shard]]] = deque()
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._waiting and len(self._pending) < IN_FLIGHT:
+            number, arguments = self._waiting.popleft()
+            self._pending.append((number, self._executor.submit(_scan_shard, *arguments)))
+
+    def shards(self, number: int) -> Iterator[Shard]:
+        """The judged skills of plan `number`, a shard at a time, in order. A plan whose
+        shards are not all taken (one failed) leaves the rest to the caller: they are
+        cancelled or dropped, never handed to the next plan."""
+        try:
+            while self._pending and self._pending[0][0] == number:
+                _number, future = self._pending.popleft()
+                self._fill()
+                yield future.result()
+        finally:
+            while self._pending and self._pending[0][0] == number:
+                self._pending.popleft()[1].cancel()
+            while self._waiting and self._waiting[0][0] == number:
+                self._waiting.popleft()
+            self._fill()
 
 
 def map_shards(executor: Executor, task: ShardTask[T], spec: RootSpec, rules_key: str,
