@@ -83,7 +83,13 @@ def _suffix(rel_path: str) -> str:
     return name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
 
 
+# The bytes a magic number can start with: a file that starts otherwise has none.
+_MAGIC_FIRST = frozenset(magic[0] for magic, _kind in _MAGIC)
+
+
 def _magic_kind(head: bytes) -> str | None:
+    if not head or head[0] not in _MAGIC_FIRST:
+        return None
     # "MZ" alone starts ordinary text too; a Windows executable also says "This program".
     for magic, kind in _MAGIC:
         if head.startswith(magic) and (magic != b"MZ" or b"This program" in head[:512]
@@ -316,8 +322,11 @@ def _patterns(rel_path: str, data: bytes, lowered: bytes,
     """Injection, remote execution and secrets, tried only on lines holding their words."""
     found: list[Risk] = []
     for code in _FAMILIES:
+        anchors = anchored.get(code)
+        if not anchors:
+            continue  # no line holds its words
         count = 0
-        for start, end in _lines_at(lowered, anchored.get(code, [])):
+        for start, end in _lines_at(lowered, anchors):
             for column, message in _JUDGES[code](data[start:end].decode("utf-8", "replace")):
                 found.append(Risk(code, rel_path, data.count(b"\n", 0, start) + 1,
                                   f"column {column}: {message}"))
@@ -418,7 +427,8 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
                           f"{kind} outside scripts/"))
     if data is None:
         return found
-    if suffix in TEXT_SUFFIXES and suffix != "svg" and (kind is not None or _looks_binary(head)):
+    binary = kind is not None or _looks_binary(head)
+    if suffix in TEXT_SUFFIXES and suffix != "svg" and binary:
         found.append(Risk(BINARY_MASQUERADE, rel_path, 0,
                           f"a .{suffix} file whose bytes are {kind or 'binary, not text'}"))
         return found
@@ -428,7 +438,7 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
         found.append(Risk(BINARY_MASQUERADE, rel_path, 0,
                           f"a .{suffix} file whose bytes are {kind or 'not ' + expected}"))
         return found
-    if kind is not None or _looks_binary(head):
+    if binary:
         return found
     try:
         text = data[:TEXT_LIMIT].decode("utf-8")
