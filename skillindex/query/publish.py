@@ -186,9 +186,9 @@ def _arranged(store: Library, db: Session, here: Here, words: Sequence[str] | No
     elif since is not None:
         usage = store_usage.load_counts(db, here.index_name, since)
     if set_id is not None:
-        listed: Iterable[Listing] = resolved.catalog_order(db, set_id)
+        listed: Iterable[Listing]
+        listed, hosts = resolved.catalog_order(db, set_id)
         texts = None
-        hosts = resolved.winner_host_fields(db, set_id)
     else:
         winners = listing.resolution(store, here, all_findings=False).winners
         listed = map(modes.listing_of, winners)

@@ -45,7 +45,7 @@ DESCRIPTIONS = "SELECT id, description FROM candidate WHERE id IN ({ids})"
 # What a catalog reads of every winner to order it and to name those it leaves out; the
 # descriptions only of the first few, those its budget can show (`DESCRIPTIONS`).
 CATALOG_ORDER = (
-    "SELECT w.name, c.name, c.id, c.skill_path, c.disable_model_invocation "
+    "SELECT w.name, c.name, c.id, c.skill_path, c.disable_model_invocation, c.host_fields "
     "FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
     "WHERE w.set_id = :set_id ORDER BY w.ordinal")
 # Other hosts' fields of the few candidates that have any (index/dialect.py).
