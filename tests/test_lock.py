@@ -170,6 +170,21 @@ def test_postgresql_obeys_its_lock_not_the_holders_row(tmp_path: Path, open_inde
     assert index.reindex(wait=False).added == 1
 
 
+@pytest.mark.parametrize("db_backend", ["postgresql"])
+def test_postgresql_names_no_holder_for_a_row_left_behind(tmp_path: Path, open_index: OpenIndex,
+                                                          db_url: str) -> None:
+    """A holder cut off before it deleted its row (the server restarted under its reindex)
+    holds nothing: the row is not reported as a holder, a reindex that does hold it is."""
+    write_skill(tmp_path / "skills", "pdf")
+    index = open_index(tmp_path / "skills")
+    _foreign_lease(db_url, expires_in=timedelta(minutes=1))
+    assert lock.current_holder(index.engine, "default") is None
+    with held_in_a_thread(db_url):
+        holder = lock.current_holder(index.engine, "default")
+    assert holder is not None and holder.startswith(f"{ME} (since "), holder
+    assert lock.current_holder(index.engine, "default") is None
+
+
 @pytest.mark.parametrize("db_backend", ["sqlite"])
 def test_sqlite_lease_is_refreshed_while_the_reindex_runs(db_url: str, open_index: OpenIndex,
                                                           tmp_path: Path,

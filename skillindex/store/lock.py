@@ -71,10 +71,23 @@ def reindex_lock(engine: Engine, index_name: str, *, wait: bool, timeout: float,
 
 
 def current_holder(engine: Engine, index_name: str) -> str | None:
-    """Who holds the reindex lock of the index, as the lock row says (None: nobody)."""
+    """Who holds the reindex lock of the index, as the lock row says (None: nobody).
+
+    PostgreSQL: a row whose lock nobody holds is a holder the server cut off before it could
+    delete it (a restart during its reindex): nobody holds the lock. A role that may not take
+    the lock is told what the row says."""
     with engine.connect() as connection:
         row = _row(connection, index_name)
-    return None if row is None else describe(row)
+        connection.rollback()
+        if row is None or engine.dialect.name != "postgresql":
+            return None if row is None else describe(row)
+        try:
+            free = _take(connection, index_name, TRY_MS)
+        except SQLAlchemyError:
+            return describe(row)
+        if free:
+            connection.rollback()
+    return None if free else describe(row)
 
 
 HOST = socket.gethostname()
