@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import gc
 import importlib
 import json
 import os
@@ -413,20 +412,6 @@ def cli(ctx: click.Context, config: str | None, db: str | None, cwd: str | None,
     ctx.obj = Options(config, db, cwd, index, as_json, debug)
 def count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused: tens of thousands of rows read and laid out (which
-    form no cycles) would otherwise start it again and again, for a sixth of `list`'s time."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -21,12 +21,12 @@ from skillindex.cli.common import (
     finding_codes,
     format_option,
     json_option,
-    no_cycle_collection,
     options_of,
     print_json,
     print_json_array,
     table,
 )
+from skillindex.collector import no_cycle_collection
 from skillindex.model import FindingCount, IndexReport, Status
 
 if TYPE_CHECKING:  # the line is drawn by reindex alone, which imports it

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from skillindex import text as escape
+from skillindex.collector import no_cycle_collection
 from skillindex.errors import StoreError
 from skillindex.index.dialect import HostFields
 from skillindex.model import AuditRecord, Level, Listing, has_text
@@ -45,7 +46,8 @@ def catalog(store: Library, here: Here, request: quick.Request, *, session: str 
     serves catalogs, just without the cache); with a `session`, audited."""
     key, since, result = quick.cached(store, here, request, now=now)
     if result is None:
-        result = _built(store, here, request, since)
+        with no_cycle_collection():
+            result = _built(store, here, request, since)
         try:
             if store.writable:
                 with store.transaction("cache the catalog", immediate=False) as db:
