@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from skillindex import SkillIndex
 from skillindex.cli import cli
 from skillindex.model import Status
-from skillindex.query import oneshot
+from skillindex.query import oneshot, resolve
 from tests.conftest import isolate_home, write_skill
 from tests.test_oneshot import IMPORTS
 
@@ -201,3 +203,21 @@ def test_on_postgresql_the_candidates_are_read_a_page_at_a_time(
     isolate_home(tmp_path, monkeypatch)
     tree = build(tmp_path, db_url)
     pages_agree(tree.config, db_url, tree.cwd)
+
+
+PATH_PARTS = st.sampled_from(["", ".", "..", "a", "skill", "b c", "é", "x.md"])
+
+
+@given(st.lists(st.lists(PATH_PARTS, max_size=5).map("/".join), max_size=4),
+       st.lists(st.lists(PATH_PARTS, max_size=5).map("/".join), max_size=3),
+       st.sampled_from(["", "/", "//", "///"]))
+def test_a_stored_collision_is_listed_as_its_paths_would_print(
+        paths: list[str], kept: list[str], lead: str) -> None:
+    """The sqlite3 path's collision (no Path made for a path that needs none) is what the
+    full path prints of it, for any path text a database may hold."""
+    text = json.dumps({"name": "pdf", "policy": "precedence",
+                       "paths": [lead + path for path in paths],
+                       "kept": [lead + path for path in kept]})
+    found = resolve.stored_collision(text)
+    assert found is not None
+    assert resolve.stored_collision_dict(text) == found.as_dict()

@@ -46,7 +46,7 @@ from skillindex.query import disclose, find, staleness
 from skillindex.query import read as read_flow
 from skillindex.query.lookup import Found, Risky
 from skillindex.query.reader import Here, Unanswered
-from skillindex.query.resolve import Winner, rebase, stored_collision
+from skillindex.query.resolve import Winner, rebase, stored_collision, stored_collision_dict
 from skillindex.query.search import SearchHit, terms
 from skillindex.store import fastpath, sql
 from skillindex.store.chain import stored_time
@@ -341,7 +341,7 @@ def _winners(stored: fastpath.StoredWinners, roots: Sequence[RootSpec]) -> Itera
         # (ordinal, catalog name, collision, root id, then the candidate's entry columns)
         entry = _entry(row, 4, where[row[3]])
         entry["name"], entry["declared_name"] = row[1], entry["name"]  # in the same place
-        entry["collision"] = None if row[2] is None else _collision(row[2])
+        entry["collision"] = None if row[2] is None else stored_collision_dict(row[2])
         if hint := hints.get(row[4]):
             entry["argument_hint"] = hint
         return entry
@@ -381,9 +381,6 @@ def _entries(pages: Iterator[list[Any]], start: Callable[[Sequence[Any]], Entry]
         yield entry
 
 
-def _collision(text: str) -> object:
-    found = stored_collision(text)
-    return None if found is None else found.as_dict()
 
 
 @contextmanager

@@ -53,15 +53,25 @@ class Collision:
 
     @property
     def message(self) -> str:
-        files = ", ".join(str(path) for path in self.paths)
-        kept = ", ".join(str(path) for path in self.kept) if self.kept else "none of them"
-        return (f"name collision: {self.name!r} is declared by {len(self.paths)} files ({files}); "
-                f"collision_policy {self.policy} kept {kept}")
+        return _message(self.name, self.policy, [str(path) for path in self.paths],
+                        [str(path) for path in self.kept])
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "policy": self.policy,
-                "paths": [str(path) for path in self.paths],
-                "kept": [str(path) for path in self.kept], "message": self.message}
+        return _collision_dict(self.name, self.policy, [str(path) for path in self.paths],
+                               [str(path) for path in self.kept])
+
+
+def _message(name: str, policy: str, paths: Sequence[str], kept: Sequence[str]) -> str:
+    files = ", ".join(paths)
+    chosen = ", ".join(kept) if kept else "none of them"
+    return (f"name collision: {name!r} is declared by {len(paths)} files ({files}); "
+            f"collision_policy {policy} kept {chosen}")
+
+
+def _collision_dict(name: str, policy: str, paths: list[str], kept: list[str],
+                    ) -> dict[str, object]:
+    return {"name": name, "policy": policy, "paths": paths, "kept": kept,
+            "message": _message(name, policy, paths, kept)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +222,23 @@ def stored_collision(text: str | None) -> Collision | None:
     return Collision(name=data["name"], policy=data["policy"],
                      paths=tuple(Path(p) for p in data["paths"]),
                      kept=tuple(Path(p) for p in data["kept"]))
+
+
+def stored_collision_dict(text: str) -> dict[str, object]:
+    """`stored_collision(text).as_dict()` without a Path for each path: a stored path is
+    as `str(Path)` wrote it (`Collision.as_dict`), which a Path gives back unchanged; only
+    one that a Path would change (an empty or `.` part) is made one."""
+    data = json.loads(text)
+    return _collision_dict(data["name"], data["policy"], [_path_text(p) for p in data["paths"]],
+                           [_path_text(p) for p in data["kept"]])
+
+
+def _path_text(text: str) -> str:
+    """`str(Path(text))`, without making the Path when it would change nothing."""
+    if (text and "//" not in text and "/./" not in text and not text.startswith("./")
+            and not text.endswith(("/", "/.")) and text != "."):
+        return text
+    return str(Path(text))
 
 
 def rebase(candidate: Candidate, spec: RootSpec | None) -> Candidate:
