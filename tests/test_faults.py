@@ -269,6 +269,23 @@ def test_a_signal_at_any_point_of_a_reindex_leaves_the_index_whole(
     print(f"{signal.Signals(signum).name}: {dict(outcomes)}")
 
 
+def test_the_drivers_warnings_about_a_lost_server_stay_off_stderr() -> None:
+    """psycopg logs a warning as it closes a connection the server dropped ("error ignored
+    terminating <psycopg.Pipeline [BAD]>"); the command says what happened in its own words,
+    so the warning does not reach stderr through logging's last-resort handler."""
+    script = ("import logging, sys\n"
+              "from skillindex.cli import main\n"
+              "try:\n"
+              "    main(['--version'])\n"
+              "except SystemExit:\n"
+              "    pass\n"
+              "logging.getLogger('psycopg').warning('error ignored terminating %s', 'pipe')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
 def test_reads_and_reindexes_survive_a_postgresql_restart(
         tmp_path: Path, pg_server: PostgresServer, pg_url: str) -> None:
     """The server restarts under an open index (as `serve` holds one) and during a reindex:
