@@ -381,8 +381,6 @@ def _entries(pages: Iterator[list[Any]], start: Callable[[Sequence[Any]], Entry]
         yield entry
 
 
-
-
 @contextmanager
 def candidate_entries(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
                       index: str | None, status: Status | None = None, code: str | None = None,
