@@ -269,19 +269,16 @@ def test_a_signal_at_any_point_of_a_reindex_leaves_the_index_whole(
     print(f"{signal.Signals(signum).name}: {dict(outcomes)}")
 
 
-def test_the_drivers_warnings_about_a_lost_server_stay_off_stderr() -> None:
+def test_the_drivers_warnings_about_a_lost_server_stay_off_stderr(pg_url: str) -> None:
     """psycopg logs a warning as it closes a connection the server dropped ("error ignored
-    terminating <psycopg.Pipeline [BAD]>"); the command says what happened in its own words,
-    so the warning does not reach stderr through logging's last-resort handler."""
+    terminating <psycopg.Pipeline [BAD]>"); the store says what happened as a StoreError, so
+    the warning does not reach stderr through logging's last-resort handler."""
     script = ("import logging, sys\n"
-              "from skillindex.cli import main\n"
-              "try:\n"
-              "    main(['--version'])\n"
-              "except SystemExit:\n"
-              "    pass\n"
+              "from skillindex.store.engine import make_engine\n"
+              "make_engine(sys.argv[1]).dispose()\n"
               "logging.getLogger('psycopg').warning('error ignored terminating %s', 'pipe')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run([sys.executable, "-c", script, pg_url], capture_output=True,
+                          text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import re
 import sqlite3
@@ -21,6 +22,8 @@ from skillindex.errors import AuditUnwritableError, ConfigError, IndexMissingErr
 from skillindex.store import sql, sqlitefile
 
 BUSY_TIMEOUT_MS = sql.SQLITE_BUSY_MS
+# One handler however many engines are made (`addHandler` keeps a handler once).
+_DRIVER_WARNINGS = logging.NullHandler()
 # Execution option: on SQLite, `connection.execution_options(**IMMEDIATE)` makes the next
 # transaction take the write lock at BEGIN, so a read-then-write transaction cannot lose a race
 # to another writer half way (SQLite would fail it at once instead of waiting). Ignored elsewhere.
@@ -91,6 +94,11 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
                                    connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
             _configure_sqlite(engine, pragmas=True)
         elif parsed.get_backend_name() == "postgresql":
+            # A server lost under a connection is a StoreError to the caller; the driver's
+            # warning as it closes the dead connection ("error ignored terminating
+            # <psycopg.Pipeline [BAD]>") would reach stderr raw besides, through logging's
+            # last-resort handler. An application that configures logging still receives it.
+            logging.getLogger("psycopg").addHandler(_DRIVER_WARNINGS)
             # The application name tells a DBA which sessions (and advisory locks) are ours.
             engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True,
                                    connect_args={"application_name": "skillindex"})
