@@ -79,15 +79,17 @@ def current_holder(engine: Engine, index_name: str) -> str | None:
     with engine.connect() as connection:
         row = _row(connection, index_name)
         connection.rollback()
-        if row is None or engine.dialect.name != "postgresql":
-            return None if row is None else describe(row)
-        try:
-            free = _take(connection, index_name, TRY_MS)
-        except SQLAlchemyError:
-            return describe(row)
-        if free:
-            connection.rollback()
-    return None if free else describe(row)
+        if row is None:
+            return None
+        if engine.dialect.name == "postgresql":
+            try:
+                free = _take(connection, index_name, TRY_MS)
+            except SQLAlchemyError:
+                free = False  # a role that may not take the lock: what the row says
+            if free:
+                connection.rollback()
+                return None
+    return describe(row)
 
 
 HOST = socket.gethostname()
