@@ -130,7 +130,21 @@ class PostgresServer:
             if (self.data / "postmaster.pid").exists():
                 self._run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.data))
         finally:
-            shutil.rmtree(self.base, ignore_errors=True)
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        """Remove the server's folder. A session's server holds a copy of the template for each
+        test database, hundreds of thousands of files that took 15-40 s to unlink at the end of
+        the suite: a detached `rm` removes them while the next step runs, and the folder is
+        renamed first, so that nothing can mistake it for a live server's."""
+        doomed = self.base.with_name(self.base.name + "-removed")
+        try:
+            self.base.rename(doomed)
+            subprocess.Popen(["rm", "-rf", "--", str(doomed)], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        except OSError:  # no rm, or the folder could not be renamed: remove it here
+            shutil.rmtree(doomed if doomed.exists() else self.base, ignore_errors=True)
 
     def create_database(self, prefix: str = "test", *, owner: str | None = None,
                         template: str = "template0") -> str:
