@@ -135,8 +135,8 @@ class PostgresServer:
     def _remove_files(self) -> None:
         """Remove the server's folder. A session's server holds a copy of the template for each
         test database, hundreds of thousands of files that took 15-40 s to unlink at the end of
-        the suite: a detached `rm` removes them while the next step runs, and the folder is
-        renamed first, so that nothing can mistake it for a live server's."""
+        the suite: a detached `rm` removes them while the next step runs. The folder is renamed
+        first, so that it is gone from `base` when `stop` returns, as it was with rmtree."""
         doomed = self.base.with_name(self.base.name + "-removed")
         try:
             self.base.rename(doomed)
