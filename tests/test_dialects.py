@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillindex.cli import cli
 from skillindex.config import Settings, parse_settings
@@ -446,3 +449,61 @@ def test_list_has_no_args_column_where_no_skill_declares_a_hint(
     runner = CliRunner()
     assert runner.invoke(cli, ["reindex"]).exit_code == 0
     assert runner.invoke(cli, ["list"]).output.split()[:2] == ["NAME", "SCOPE"]
+
+
+def _applied_one_by_one(arranged: Any, hosts: Any, *, files: Any, dialects: bool) -> Any:
+    """The rule `query.dialect.apply` follows, winner by winner, without its shortcut for the
+    common case (no winner's fields change the order): what the shortcut must agree with."""
+    from skillindex.query.dialect import Applied
+    from skillindex.query.modes import Arranged, Mode
+
+    pinned: list[Any] = []
+    rest: list[Any] = []
+    manual = list(arranged.manual)
+    gated: list[tuple[str, str]] = []
+    conditional: dict[int, tuple[str, ...]] = {}
+    for shown in arranged.listed:
+        host = hosts.get(shown.candidate_id)
+        if host is None:
+            (pinned if shown.mode is Mode.PINNED else rest).append(shown)
+        elif files is not None and not dialect.in_play(host, files):
+            gated.append((shown.name, "conditional: its paths match none of the files in "
+                          f"play ({', '.join(host.paths)})"))
+        elif dialects and not host.implicit:
+            manual.append((shown.name, "manual-only: its agents/openai.yaml says "
+                           "allow_implicit_invocation: false"))
+        else:
+            if host.conditional:
+                conditional[shown.candidate_id] = host.paths
+            if dialects and host.always_apply and shown.mode is not Mode.PINNED:
+                pinned.append(shown._replace(mode=Mode.PINNED))
+            else:
+                (pinned if shown.mode is Mode.PINNED else rest).append(shown)
+    return Applied(Arranged(tuple(pinned + rest), tuple(manual), arranged.ranked_by),
+                   tuple(gated), conditional)
+
+
+_HOSTS = st.builds(dialect.HostFields, paths=st.sampled_from([(), ("*.py",), ("docs/**",)]),
+                   always_apply=st.booleans(), implicit=st.booleans(),
+                   when_to_use=st.sampled_from([None, "when asked"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(modes=st.lists(st.booleans(), max_size=12), fielded=st.dictionaries(
+    st.integers(0, 11), _HOSTS, max_size=4), files=st.sampled_from(
+    [None, (), ("a.py",), ("docs/x.md", "b.txt")]), dialects=st.booleans())
+def test_applying_hosts_fields_agrees_with_the_rule_winner_by_winner(
+        modes: list[bool], fielded: dict[int, Any], files: Any, dialects: bool) -> None:
+    from skillindex.query import dialect as catalog_dialect
+    from skillindex.query.modes import Arranged, Mode, Shown
+
+    # Pinned winners first, as `modes.arrange` gives them.
+    listed = tuple(Shown(f"skill-{n}", f"/s/{n}/SKILL.md", n,
+                         Mode.PINNED if pinned else Mode.LISTED, True)
+                   for n, pinned in enumerate(sorted(modes, reverse=True)))
+    arranged = Arranged(listed, (("manual", "manual-only: a pattern"),), "precedence")
+    hosts = {cid: host for cid, host in fielded.items() if cid < len(listed)}
+    got = catalog_dialect.apply(arranged, hosts, files=files, dialects=dialects)
+    want = _applied_one_by_one(arranged, hosts, files=files, dialects=dialects)
+    assert (got.arranged, got.gated, dict(got.conditional)) == \
+        (want.arranged, want.gated, dict(want.conditional))

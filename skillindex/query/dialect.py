@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 from skillindex.index.dialect import HostFields, in_play
 from skillindex.query.catalog import Catalog
 from skillindex.query.modes import Arranged, Mode, Shown
+
+_CANDIDATE_ID = attrgetter("candidate_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +32,17 @@ def apply(arranged: Arranged, hosts: Mapping[int, HostFields], *,
     manual = list(arranged.manual)
     gated: list[tuple[str, str]] = []
     conditional: dict[int, tuple[str, ...]] = {}
-    for shown in arranged.listed:
+    listed = arranged.listed
+    # The winners with fields are few: where none of them is gated, kept out or pinned, the
+    # order stands as it is, and the other winners need not be looked at one by one.
+    fielded = [(number, host) for number, host in enumerate(
+        map(hosts.get, map(_CANDIDATE_ID, listed))) if host is not None]
+    if not any((files is not None and not in_play(host, files))
+               or (dialects and (not host.implicit or host.always_apply))
+               for _number, host in fielded):
+        return Applied(arranged, (), {listed[number].candidate_id: host.paths
+                                      for number, host in fielded if host.conditional})
+    for shown in listed:
         host = hosts.get(shown.candidate_id)
         if host is None:
             (pinned if shown.mode is Mode.PINNED else rest).append(shown)

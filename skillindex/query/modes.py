@@ -101,9 +101,11 @@ def arrange(winners: Iterable[Listing], modes: CatalogModes, *,
     rest: list[Shown] = []
     manual: list[tuple[str, str]] = []
     patterned = bool(modes.manual_only or modes.pinned or modes.names_only)
+    # tuple.__new__ rather than Shown(...): no Python-level call for each of the winners.
+    listed, made = Mode.LISTED, tuple.__new__
     for name, declared, cid, location, invocable, described in winners:
         if invocable and not patterned:
-            rest.append(Shown(name, location, cid, Mode.LISTED, described))
+            rest.append(made(Shown, (name, location, cid, listed, described, "", None)))
             continue
         mode = mode_for(name, declared, invocable, modes)
         if mode.mode is Mode.MANUAL_ONLY:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from itertools import takewhile
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from skillindex import text as escape
@@ -64,6 +66,13 @@ def catalog(store: Library, here: Here, request: quick.Request, *, session: str 
     return result
 
 
+_NAME, _LOCATION, _RANK = attrgetter("name"), attrgetter("location"), attrgetter("rank")
+
+
+def _pinned(shown: modes.Shown) -> bool:
+    return shown.mode is modes.Mode.PINNED
+
+
 # The winners a cache miss reads the descriptions of first, past the pinned ones; more (four
 # times as many, or as far as one might still fit) while the budget is not spent on them.
 FIRST_PAGE = 256
@@ -92,8 +101,8 @@ def _built(store: Library, here: Here, request: quick.Request, since: datetime |
     listed = arranged.listed
     if texts is not None or page is None:  # the winners were read whole
         size = len(listed)
-    else:
-        size = page + sum(1 for s in listed if s.mode is modes.Mode.PINNED)
+    else:  # the pinned winners come first
+        size = page + sum(1 for _ in takewhile(_pinned, listed))
     read: dict[int, str] = {}
     while True:
         shown = listed[:size]
@@ -127,8 +136,7 @@ def _fitted(store: Library, here: Here, request: quick.Request, arranged: modes.
     into the rest."""
     limit, fmt = request.limit, request.fmt
     dialects = here.settings.dialects
-    tail = Tail(tuple(s.name for s in rest), tuple(s.location for s in rest),
-                tuple(s.rank for s in rest))
+    tail = Tail(tuple(map(_NAME, rest)), tuple(map(_LOCATION, rest)), tuple(map(_RANK, rest)))
     # Descriptions only for what the budget can show them for: a lookup of a few hundred,
     # however many skills there are.
     count = describable(((s.name, s.location) for s in shown), max_chars=limit, fmt=fmt)

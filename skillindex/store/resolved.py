@@ -280,13 +280,13 @@ def catalog_order(session: Session, set_id: int) -> tuple[list[Listing], dict[in
     """Every winner in catalog order, as far as ordering, naming and placing it take
     (`described` is left False: `descriptions` reads them for the few a catalog shows), and
     the stored host fields (JSON) of those that have any, in the same read."""
-    listed: list[Listing] = []
-    hosts: dict[int, str] = {}
-    for name, declared, cid, path, manual, fields in session.execute(
-            text(sql.CATALOG_ORDER), {"set_id": set_id}).all():
-        listed.append(Listing(name, declared, cid, path, not manual, False))
-        if fields is not None:
-            hosts[cid] = fields
+    rows = session.execute(text(sql.CATALOG_ORDER), {"set_id": set_id}).all()
+    # tuple.__new__ rather than Listing(...): no Python-level call per winner (there may be
+    # 100,000 of them, and every catalog that misses its cache reads them all).
+    made = tuple.__new__
+    listed = [made(Listing, (name, declared, cid, path, not manual, False))
+              for name, declared, cid, path, manual, _fields in rows]
+    hosts = {row[2]: row[5] for row in rows if row[5] is not None}
     return listed, hosts
 
 
