@@ -152,3 +152,83 @@ def test_a_cold_index_in_large_shards_is_the_one_process_index_table_by_table(
             assert index.reindex(jobs=jobs).added == count + 2
         dumps.append(list(dumpindex.dump(str(db))))
     assert dumps[0] == dumps[1]
+
+
+AHEAD_CHECK = """
+import sys
+from skillindex.index import parallel
+from skillindex.query import oneshot
+config, db, cwd = sys.argv[1:4]
+found = oneshot.reindex(config, db=db, cwd=cwd, index=None, jobs=2)
+ahead = sorted(parallel._AHEAD)
+started = [p.pid for p in getattr(parallel._AHEAD.get((2, "spawn")), "_processes", {}).values()]
+if sys.argv[4] == "full":
+    from skillindex import SkillIndex
+    with SkillIndex.open(config, db=db, cwd=cwd) as index:
+        report = index.reindex(jobs=2)
+    print(found is None, ahead, len(started), report.added, sorted(parallel._AHEAD))
+else:
+    parallel.stop_ahead()
+    import os
+    gone = []
+    for pid in started:
+        try:
+            os.kill(pid, 0)
+            gone.append(False)
+        except ProcessLookupError:
+            gone.append(True)
+    print(found is None, ahead, len(started), gone, sorted(parallel._AHEAD))
+"""
+
+
+def _ahead(tmp_path: Path, roots: list[Path], db: Path, then: str) -> list[str]:
+    config = tmp_path / "config.toml"
+    config.write_text("[skills]\npresets = false\n" + "".join(
+        f'\n[[roots]]\npath = "{root}"\n' for root in roots))
+    return subprocess.run([sys.executable, "-c", AHEAD_CHECK, str(config), str(db),
+                           str(tmp_path), then], capture_output=True, text=True,
+                          check=True).stdout.strip().split(maxsplit=4)
+
+
+def test_a_new_index_starts_its_workers_before_the_full_path_and_the_full_path_takes_them(
+        tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    make_tree(root)
+    found, ahead, started, added, left = _ahead(tmp_path, [root], tmp_path / "new.sqlite",
+                                                "full")
+    # The one-shot check found no index, started both workers at once, and the reindex that
+    # followed took them: none is left to stop.
+    assert (found, ahead, started, added, left) == (
+        "True", "[(2,", "'spawn')]", "2", f"{PARALLEL_MIN + 40} []")
+
+
+def test_a_root_never_indexed_starts_the_workers_ahead_and_stop_ahead_ends_them(
+        tmp_path: Path) -> None:
+    small, large = tmp_path / "small", tmp_path / "large"
+    write_skill(small, "one")
+    db = tmp_path / "index.sqlite"
+    config = tmp_path / "first.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{small}"\n')
+    with SkillIndex.open(config, db=str(db), cwd=tmp_path) as index:
+        index.reindex(jobs=1)
+    make_tree(large)
+    out = _ahead(tmp_path, [small, large], db, "stop")
+    assert out == ["True", "[(2,", "'spawn')]", "2", "[True, True] []"]
+
+
+def test_no_worker_starts_ahead_for_a_small_new_index_or_an_indexed_tree(
+        tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    for number in range(5):
+        write_skill(small, f"skill-{number}")
+    db = tmp_path / "index.sqlite"
+    assert _ahead(tmp_path, [small], db, "full") == ["True", "[]", "0", "5", "[]"]
+    large = tmp_path / "large"
+    make_tree(large)
+    (tmp_path / "config.toml").write_text("[skills]\npresets = false\n" + "".join(
+        f'\n[[roots]]\npath = "{root}"\n' for root in (small, large)))
+    with SkillIndex.open(tmp_path / "config.toml", db=str(db), cwd=tmp_path) as index:
+        index.reindex(jobs=1)
+    # Known roots, one skill changed: the full path follows, with no worker started for it.
+    write_skill(large, "skill-000", description="Changed.")
+    assert _ahead(tmp_path, [small, large], db, "full") == ["True", "[]", "0", "0", "[]"]

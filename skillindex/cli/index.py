@@ -74,6 +74,9 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
     finally:
         if progress is not None:
             progress.clear()
+        from skillindex.index import parallel  # noqa: PLC0415
+
+        parallel.stop_ahead()  # workers started ahead that the full path did not take
     reasons: Sequence[FindingCount] = []
     if not options.json and not quiet and report.rejected * 2 > report.seen:
         with options.open() as index:

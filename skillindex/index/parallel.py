@@ -101,6 +101,8 @@ class Workers:
 
     def executor(self) -> Executor:
         if self._executor is None:
+            self._executor = _AHEAD.pop((self.jobs, self.start), None)
+        if self._executor is None:
             # Imported here: a reindex that starts no worker (and default_jobs) needs neither.
             import multiprocessing  # noqa: PLC0415
             from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
@@ -112,6 +114,34 @@ class Workers:
     def shutdown(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(cancel_futures=True)
+
+
+# Spawned workers started ahead by `start_ahead`, by (jobs, start method), until the first
+# Workers of that size takes them.
+_AHEAD: dict[tuple[int, str], Executor] = {}
+
+
+def start_ahead(jobs: int) -> None:
+    """Start `jobs` spawned workers now, each importing what a shard needs, for a reindex that
+    will surely give them work (a new index, or a large root never indexed): their start then
+    overlaps this process's own imports and opening of the store, instead of following them.
+    The next `Workers(jobs)` of this process takes them; `stop_ahead` ends them otherwise."""
+    if jobs < 2 or (jobs, "spawn") in _AHEAD:
+        return
+    executor = Workers(jobs).executor()
+    for _ in range(jobs):  # one task each: the pool spawns a process while none is idle
+        executor.submit(_ready)
+    _AHEAD[(jobs, "spawn")] = executor
+
+
+def stop_ahead() -> None:
+    """End the workers `start_ahead` started that no reindex took."""
+    while _AHEAD:
+        _AHEAD.popitem()[1].shutdown(cancel_futures=True)
+
+
+def _ready() -> None:
+    from skillindex.index import judge, risk, scanner  # noqa: F401, PLC0415
 
 
 T = TypeVar("T")

@@ -11,6 +11,7 @@ errors, as it always does. A read and a /skill: message run the library's own fl
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -448,10 +449,11 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     key_of = _key_of(Here.of(setup.settings, plan.roots))
     found: list[tuple[dict[str, int], list[ScanProblem], int]] = []
 
+    count = parallel.default_jobs() if jobs is None else jobs
+
     def check(stored: fastpath.StoredRoots) -> dict[str, object] | None:
         walked = recheck.unchanged(stored.roots, stored, limits=setup.settings.limits,
-                                   progress=progress,
-                                   jobs=parallel.default_jobs() if jobs is None else jobs)
+                                   progress=progress, jobs=count)
         if walked is None:
             return None
         found.append((*walked, len(stored.roots)))
@@ -463,11 +465,27 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
 
     with fastpath.opened(setup.path) as connection:
         if connection is None:
+            if not os.path.exists(setup.path):  # a new index: every skill is new
+                _workers_ahead(plan.roots, count)
             return None
         run_id = fastpath.record_unchanged(connection, setup.index_name, plan.roots,
                                            all_roots=all_roots, key_of=key_of, check=check)
+        if run_id is None:
+            _workers_ahead(fastpath.never_indexed(connection, setup.index_name, plan.roots),
+                           count)
     if run_id is None:
         return None
     counts, problems, roots = found[0]
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock, roots=roots,
                        problems=(*plan.problems, *problems), **counts)
+
+
+def _workers_ahead(new_roots: Sequence[RootSpec], jobs: int) -> None:
+    """Start the full path's workers now when roots it has never indexed hold enough skills
+    for them: they then start beside this process's imports, not after them."""
+    from skillindex.index import parallel  # noqa: PLC0415
+
+    if jobs > 1 and any(parallel.enough_to_share(
+            str(spec.path), parallel.split_entries(str(spec.path), set(), None)[1],
+            spec.max_depth) for spec in new_roots):
+        parallel.start_ahead(jobs)

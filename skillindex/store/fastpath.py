@@ -309,6 +309,17 @@ class StoredRoots:
     anchor: tuple[str | None, int]  # the audit chain's head and length (`chain.anchor`)
 
 
+def never_indexed(connection: sqlite3.Connection, index_name: str,
+                  roots: Sequence[model.RootSpec]) -> list[model.RootSpec]:
+    """Those of these roots the index holds nothing of (an error reads as none)."""
+    try:
+        indexed = {row[0] for row in connection.execute(sql.INDEX_ROOTS,
+                                                       {"index_name": index_name})}
+    except sqlite3.Error:
+        return []
+    return [spec for spec in roots if str(spec.path) not in indexed]
+
+
 def record_unchanged(connection: sqlite3.Connection, index_name: str,
                      planned: Sequence[model.RootSpec], *, all_roots: bool,
                      key_of: Callable[[RootRuns], str] | None,
