@@ -370,3 +370,23 @@ def test_a_bulk_reindex_on_postgresql_leaves_the_planner_statistics(
             write_skill(root, f"skill-{number}")
         index.reindex()
         assert counted_rows() == 8
+
+
+def test_every_sqlite_connection_zeroes_deleted_rows_only_on_pages_it_writes(
+        tmp_path: Path) -> None:
+    # An SQLite built with SECURE_DELETE (Debian's) would otherwise write every page a delete
+    # frees: the cached catalogs a reindex drops are megabytes at registry size.
+    from skillindex.store import sqlitefile
+
+    path = tmp_path / "index.sqlite"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA secure_delete").scalar() == 2  # FAST
+    finally:
+        engine.dispose()
+    opened = sqlitefile.connect(str(path), timeout=1.0)
+    try:
+        assert opened.connection.execute("PRAGMA secure_delete").fetchone() == (2,)
+    finally:
+        opened.connection.close()
