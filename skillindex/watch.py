@@ -212,9 +212,21 @@ class _Passes:
         if full:
             self.due = time.monotonic() + self.full_every
         self.report(Pass(full, len(paths), done))
+        # Reported first: the pass is in the catalog already, and what the log's copy costs
+        # (two syncs) falls between passes, not on the next catalog a host reads.
+        # (Imported here: the command's module reads this one's defaults for its options.)
+        from skillindex.store.queries import checkpoint  # noqa: PLC0415
+
+        checkpoint(self.index.engine)
 
 
-def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = 200,
+# A burst of changes ends after this long without one: watchfiles' own step. An editor's save
+# or a copied skill is over well within it; a burst split in two makes two targeted passes,
+# each cheap, and the change is in the catalog sooner (a person waits the whole quiet time).
+QUIET_MS = 50
+
+
+def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = QUIET_MS,
           max_wait_ms: int = 2000, stop: threading.Event | None = None,
           on_pass: OnPass | None = None, retry_first: float = 1.0,
           retry_max: float = 300.0) -> None:

@@ -11,11 +11,13 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -260,3 +262,25 @@ def test_a_failing_pass_is_retried_with_backoff_until_it_succeeds(
         assert done.retry_in is not None and then - at >= done.retry_in
     assert all(done.full for _, done in seen)
     assert not thread.is_alive()
+
+
+def test_each_pass_copies_the_log_into_the_database_once_reported(
+        tmp_path: Path, watching: Callable[..., Watching]) -> None:
+    # So the next commit, often a host's (a cached catalog, an audit row), finds no log over
+    # SQLite's threshold to copy first. The database file read without its log (immutable)
+    # holds the new skill once the watcher has copied the log in.
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    run = watching(root)
+    write_skill(root, "docx")
+    until(lambda: len(run.changes()) >= 1, "the pass")
+
+    def in_the_file() -> bool:
+        uri = f"file:{tmp_path / 'w.sqlite'}?immutable=1"
+        try:
+            with closing(sqlite3.connect(uri, uri=True)) as connection:
+                return ("docx",) in connection.execute("SELECT name FROM candidate").fetchall()
+        except sqlite3.DatabaseError:  # read mid-copy
+            return False
+
+    until(in_the_file, "the pass's rows in the database file")

@@ -10,13 +10,14 @@ import click
 from skillindex import text as escape
 from skillindex.cli import params
 from skillindex.cli.common import cli, count, echo, json_option, options_of
+from skillindex.watch import QUIET_MS
 
 
 @cli.command()
 @click.option("--full-every", type=params.seconds(1, 31_536_000), default=600,
               show_default=True,
               metavar="SECONDS", help="Run a full reindex this often, as a safety net.")
-@click.option("--quiet-ms", type=params.MILLISECONDS, default=200, show_default=True,
+@click.option("--quiet-ms", type=params.MILLISECONDS, default=QUIET_MS, show_default=True,
               metavar="MS", help="A burst of changes ends after this long without one.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only failed passes.")
 @json_option

@@ -119,6 +119,17 @@ def refresh_statistics(engine: Engine) -> None:
         connection.exec_driver_sql(f"ANALYZE {', '.join(_ANALYZED)}")
 
 
+def checkpoint(engine: Engine) -> None:
+    """Copy SQLite's write-ahead log into the database now, without waiting for a reader
+    (PASSIVE), so that the next commit, often a reader's small write (a cached catalog, an
+    audit row), does not find the log over SQLite's threshold and copy it first. Nothing on
+    PostgreSQL; only a help: any error is ignored."""
+    if engine.dialect.name != "sqlite":
+        return
+    with contextlib.suppress(SQLAlchemyError), engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+
 def manifest(session: Session, candidate_id: int) -> dict[str, KnownFile]:
     """The stored files of one candidate with their identity and hashes."""
     return {
