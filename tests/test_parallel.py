@@ -159,14 +159,23 @@ import sys
 from skillindex.index import parallel
 from skillindex.query import oneshot
 config, db, cwd = sys.argv[1:4]
+pipes = []  # every ScanPipe made: the shards submitted to workers, once per pipe
+made = parallel.ScanPipe.__init__
+def counted(self, *args):
+    pipes.append(self)
+    made(self, *args)
+parallel.ScanPipe.__init__ = counted
 found = oneshot.reindex(config, db=db, cwd=cwd, index=None, jobs=2)
 ahead = sorted(parallel._AHEAD)
-started = [p.pid for p in getattr(parallel._AHEAD.get((2, "spawn")), "_processes", {}).values()]
+executor, pipe = parallel._AHEAD.get((2, "spawn"), (None, None))
+started = [p.pid for p in getattr(executor, "_processes", {}).values()]
 if sys.argv[4] == "full":
     from skillindex import SkillIndex
     with SkillIndex.open(config, db=db, cwd=cwd) as index:
         report = index.reindex(jobs=2)
-    print(found is None, ahead, len(started), report.added, sorted(parallel._AHEAD))
+    # The shards submitted ahead were the reindex's own: it submitted none of its own.
+    taken = pipe is not None and pipes == [pipe]
+    print(found is None, ahead, len(started), taken, report.added, sorted(parallel._AHEAD))
 else:
     parallel.stop_ahead()
     import os
@@ -187,19 +196,19 @@ def _ahead(tmp_path: Path, roots: list[Path], db: Path, then: str) -> list[str]:
         f'\n[[roots]]\npath = "{root}"\n' for root in roots))
     return subprocess.run([sys.executable, "-c", AHEAD_CHECK, str(config), str(db),
                            str(tmp_path), then], capture_output=True, text=True,
-                          check=True).stdout.strip().split(maxsplit=4)
+                          check=True).stdout.strip().split(maxsplit=4 + (then == "full"))
 
 
 def test_a_new_index_starts_its_workers_before_the_full_path_and_the_full_path_takes_them(
         tmp_path: Path) -> None:
     root = tmp_path / "skills"
     make_tree(root)
-    found, ahead, started, added, left = _ahead(tmp_path, [root], tmp_path / "new.sqlite",
-                                                "full")
-    # The one-shot check found no index, started both workers at once, and the reindex that
-    # followed took them: none is left to stop.
-    assert (found, ahead, started, added, left) == (
-        "True", "[(2,", "'spawn')]", "2", f"{PARALLEL_MIN + 40} []")
+    found, ahead, started, taken, added, left = _ahead(tmp_path, [root],
+                                                       tmp_path / "new.sqlite", "full")
+    # The one-shot check found no index and gave both workers the shards of the root at once;
+    # the reindex that followed took them, shards and all: none is left to stop.
+    assert (found, ahead, started, taken, added, left) == (
+        "True", "[(2,", "'spawn')]", "2", "True", f"{PARALLEL_MIN + 40} []")
 
 
 def test_a_root_never_indexed_starts_the_workers_ahead_and_stop_ahead_ends_them(
@@ -222,7 +231,7 @@ def test_no_worker_starts_ahead_for_a_small_new_index_or_an_indexed_tree(
     for number in range(5):
         write_skill(small, f"skill-{number}")
     db = tmp_path / "index.sqlite"
-    assert _ahead(tmp_path, [small], db, "full") == ["True", "[]", "0", "5", "[]"]
+    assert _ahead(tmp_path, [small], db, "full") == ["True", "[]", "0", "False", "5", "[]"]
     large = tmp_path / "large"
     make_tree(large)
     (tmp_path / "config.toml").write_text("[skills]\npresets = false\n" + "".join(
@@ -231,4 +240,5 @@ def test_no_worker_starts_ahead_for_a_small_new_index_or_an_indexed_tree(
         index.reindex(jobs=1)
     # Known roots, one skill changed: the full path follows, with no worker started for it.
     write_skill(large, "skill-000", description="Changed.")
-    assert _ahead(tmp_path, [small, large], db, "full") == ["True", "[]", "0", "0", "[]"]
+    assert _ahead(tmp_path, [small, large], db, "full") == \
+        ["True", "[]", "0", "False", "0", "[]"]

@@ -183,22 +183,17 @@ def _share(scanned: Sequence[tuple[RootSpec, frozenset[str] | None]],
     """The roots (by their place in `scanned`) whose new entries hold enough skills for the
     workers, all planned before the walk, so that their shards follow each other in the
     workers without a pause between roots."""
-    plans: list[parallel.Plan] = []
-    shared: dict[int, _Shared] = {}
-    for number, (spec, only) in enumerate(scanned):
-        root_known = known.get(str(spec.path), {})
-        names, new = parallel.split_entries(str(spec.path),
-                                            {rel.split("/", 1)[0] for rel in root_known}, only)
-        if parallel.enough_to_share(str(spec.path), new, spec.max_depth):
-            # Workers read, hash and parse what no stored manifest spares; this process walks
-            # the known skills meanwhile and stages every row.
-            size = parallel.shard_size(len(new), workers.jobs)
-            shared[number] = _Shared(new, size, iter(()), names.difference(new))
-            plans.append(parallel.Plan(spec, policy.rules_key(spec), new, limits, size))
-    if plans:
-        pipe = parallel.ScanPipe(workers.executor(), plans)
-        for plan, share in enumerate(shared.values()):
-            share.shards = pipe.shards(plan)
+    # Workers read, hash and parse what no stored manifest spares; this process walks the
+    # known skills meanwhile and stages every row.
+    planned = parallel.plan(scanned, {path: {rel.split("/", 1)[0] for rel in root_known}
+                                      for path, root_known in known.items()},
+                            workers.jobs, limits)
+    shared = {number: _Shared(plan.names, plan.size, iter(()), names.difference(plan.names))
+              for number, plan, names in planned}
+    if planned:
+        pipe = workers.pipe([plan for _number, plan, _names in planned])
+        for order, share in enumerate(shared.values()):
+            share.shards = pipe.shards(order)
     return shared
 
 

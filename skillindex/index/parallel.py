@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from skillindex.index import policy
 from skillindex.index.skilldir import ENTRY
 from skillindex.model import Limits, RootSpec, ScanProblem
 
@@ -101,7 +102,7 @@ class Workers:
 
     def executor(self) -> Executor:
         if self._executor is None:
-            self._executor = _AHEAD.pop((self.jobs, self.start), None)
+            self._take_ahead(None)
         if self._executor is None:
             # Imported here: a reindex that starts no worker (and default_jobs) needs neither.
             import multiprocessing  # noqa: PLC0415
@@ -115,33 +116,65 @@ class Workers:
         if self._executor is not None:
             self._executor.shutdown(cancel_futures=True)
 
+    def pipe(self, plans: list[Plan]) -> ScanPipe:
+        """The shards of these plans in the workers: those `start_ahead` submitted for the
+        same plans, else submitted now."""
+        if self._executor is None:
+            pipe = self._take_ahead(plans)
+            if pipe is not None:
+                return pipe
+        return ScanPipe(self.executor(), plans)
 
-# Spawned workers started ahead by `start_ahead`, by (jobs, start method), until the first
-# Workers of that size takes them.
-_AHEAD: dict[tuple[int, str], Executor] = {}
+    def _take_ahead(self, plans: list[Plan] | None) -> ScanPipe | None:
+        """Take the workers `start_ahead` started for this many, if any, and their pipe when
+        it holds exactly `plans`; else its shards are cancelled and the workers kept."""
+        ahead = _AHEAD.pop((self.jobs, self.start), None)
+        if ahead is None:
+            return None
+        self._executor, pipe = ahead
+        if plans is not None and pipe.plans == plans:
+            return pipe
+        pipe.cancel()
+        return None
 
 
-def start_ahead(jobs: int) -> None:
-    """Start `jobs` spawned workers now, each importing what a shard needs, for a reindex that
-    will surely give them work (a new index, or a large root never indexed): their start then
-    overlaps this process's own imports and opening of the store, instead of following them.
-    The next `Workers(jobs)` of this process takes them; `stop_ahead` ends them otherwise."""
-    if jobs < 2 or (jobs, "spawn") in _AHEAD:
+# Workers started ahead by `start_ahead`, with the shards they were given, by (jobs, start
+# method), until the first Workers of that size takes them.
+_AHEAD: dict[tuple[int, str], tuple[Executor, ScanPipe]] = {}
+
+
+def start_ahead(jobs: int, plans: list[Plan]) -> None:
+    """Start `jobs` spawned workers now on the first shards of `plans`, for a reindex that will
+    surely give them these (a new index, or large roots never indexed): they scan while this
+    process imports and opens the store, instead of after. The next `Workers(jobs)` of this
+    process takes them, with the shards when its plans are the same (else those are
+    cancelled); `stop_ahead` ends them when none does."""
+    if jobs < 2 or not plans or (jobs, "spawn") in _AHEAD:
         return
     executor = Workers(jobs).executor()
-    for _ in range(jobs):  # one task each: the pool spawns a process while none is idle
-        executor.submit(_ready)
-    _AHEAD[(jobs, "spawn")] = executor
+    _AHEAD[(jobs, "spawn")] = (executor, ScanPipe(executor, plans))
 
 
 def stop_ahead() -> None:
     """End the workers `start_ahead` started that no reindex took."""
     while _AHEAD:
-        _AHEAD.popitem()[1].shutdown(cancel_futures=True)
+        _AHEAD.popitem()[1][0].shutdown(cancel_futures=True)
 
 
-def _ready() -> None:
-    from skillindex.index import judge, risk, scanner  # noqa: F401, PLC0415
+def plan(scanned: Sequence[tuple[RootSpec, frozenset[str] | None]],
+         known_tops: Mapping[str, set[str]], jobs: int, limits: Limits,
+         ) -> list[tuple[int, Plan, frozenset[str]]]:
+    """The roots (by their place in `scanned`, each with the entries to scan: all, or those
+    given) whose new entries, those holding no skill in `known_tops` (per root path), hold
+    enough skills for `jobs` workers: each one's plan, and every entry scanned under it."""
+    planned: list[tuple[int, Plan, frozenset[str]]] = []
+    for number, (spec, only) in enumerate(scanned):
+        root = str(spec.path)
+        names, new = split_entries(root, known_tops.get(root, set()), only)
+        if enough_to_share(root, new, spec.max_depth):
+            planned.append((number, Plan(spec, policy.rules_key(spec), new, limits,
+                                         shard_size(len(new), jobs)), names))
+    return planned
 
 
 T = TypeVar("T")
@@ -167,6 +200,7 @@ class ScanPipe:
 
     def __init__(self, executor: Executor, plans: Sequence[Plan]) -> None:
         self._executor = executor
+        self.plans = list(plans)
         # (plan number, the task's arguments), in the order the shards are staged
         self._waiting = deque(
             (number, (plan.spec, plan.rules_key, plan.names[start:start + plan.size],
@@ -180,6 +214,12 @@ class ScanPipe:
         while self._waiting and len(self._pending) < IN_FLIGHT:
             number, arguments = self._waiting.popleft()
             self._pending.append((number, self._executor.submit(_scan_shard, *arguments)))
+
+    def cancel(self) -> None:
+        """Submit no more, and cancel what has not started."""
+        self._waiting.clear()
+        while self._pending:
+            self._pending.popleft()[1].cancel()
 
     def shards(self, number: int) -> Iterator[Shard]:
         """The judged skills of plan `number`, a shard at a time, in order. A plan whose

@@ -33,6 +33,7 @@ from skillindex.model import (
     Candidate,
     Disclosure,
     IndexReport,
+    Limits,
     ManifestFile,
     RootSpec,
     ScanProblem,
@@ -466,13 +467,13 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     with fastpath.opened(setup.path) as connection:
         if connection is None:
             if not os.path.exists(setup.path):  # a new index: every skill is new
-                _workers_ahead(plan.roots, count)
+                _workers_ahead(plan.roots, count, setup.settings.limits)
             return None
         run_id = fastpath.record_unchanged(connection, setup.index_name, plan.roots,
                                            all_roots=all_roots, key_of=key_of, check=check)
         if run_id is None:
             _workers_ahead(fastpath.never_indexed(connection, setup.index_name, plan.roots),
-                           count)
+                           count, setup.settings.limits)
     if run_id is None:
         return None
     counts, problems, roots = found[0]
@@ -480,12 +481,11 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
                        problems=(*plan.problems, *problems), **counts)
 
 
-def _workers_ahead(new_roots: Sequence[RootSpec], jobs: int) -> None:
-    """Start the full path's workers now when roots it has never indexed hold enough skills
-    for them: they then start beside this process's imports, not after them."""
+def _workers_ahead(new_roots: Sequence[RootSpec], jobs: int, limits: Limits) -> None:
+    """Start the full path's workers now, on the roots it has never indexed, when these hold
+    enough skills for them: they then scan while this process imports, not after."""
     from skillindex.index import parallel  # noqa: PLC0415
 
-    if jobs > 1 and any(parallel.enough_to_share(
-            str(spec.path), parallel.split_entries(str(spec.path), set(), None)[1],
-            spec.max_depth) for spec in new_roots):
-        parallel.start_ahead(jobs)
+    if jobs > 1 and new_roots:
+        parallel.start_ahead(jobs, [plan for _number, plan, _names in parallel.plan(
+            [(spec, None) for spec in new_roots], {}, jobs, limits)])
