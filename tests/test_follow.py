@@ -79,6 +79,26 @@ def test_filters_and_pages(index: SkillIndex) -> None:
     assert [e.event.bytes for e in index.audit_after(pages[-1].id, limit=3)] == [3, 4, 5]
 
 
+def test_what_was_committed_before_the_stop_is_delivered() -> None:
+    # The writers finish and the stop is set between the follower's read and its look at the
+    # stop (how the next test lost the last events of a writer on a loaded machine): what
+    # they committed is still read, once more, and delivered.
+    from types import SimpleNamespace
+
+    from skillindex.query.follow import follow
+
+    log = [SimpleNamespace(id=1)]
+
+    def read(after: int) -> list[Any]:
+        return [event for event in log if event.id > after]
+
+    def stop() -> bool:
+        log.append(SimpleNamespace(id=len(log) + 1))  # committed just before the stop
+        return True
+
+    assert [event.id for event in follow(read, 0, stop=stop, sleep=lambda _s: None)] == [1, 2]
+
+
 def test_concurrent_appenders_reach_a_follower_in_order_once(index: SkillIndex) -> None:
     """Two writers at once while a follower reads: every event once, in id order."""
     start = index.last_event_id()

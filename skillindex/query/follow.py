@@ -29,16 +29,19 @@ def follow(read: Callable[[int], Sequence[LoggedEvent]], after: int, *,
     Ids follow the order events were committed in (each index's chain is appended under a
     lock, SQLite's ids are its rowids), so resuming after the last id printed, in this process
     or a new one, neither skips an event nor repeats one; a reindex never writes the log.
+    Every event committed before `stop()` first says so is delivered: it is asked before each
+    read, so the read after it is the last.
     """
     if interval <= 0:
         raise ConfigError(f"interval must be more than 0 seconds, not {interval}")
     while True:
+        stopping = stop()
         found = read(after)
         for event in found:
             yield event
             after = event.id
         if len(found) < page:
-            if stop():
+            if stopping:
                 return
             sleep(interval)
 
