@@ -252,12 +252,16 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = QUIET
                      retry_first=retry_first, retry_max=retry_max)
     walked = _walked(index)
     passes.run(True, [])
+    awaited: list[str] = []  # the roots missing in the last round
     while not stop.is_set():
         watched = _Watched.of(index)
-        # Roots the last full pass may have missed (new, or other folders since): rescanned
-        # once their watch is up.
+        # Roots the last full pass may have missed (new, or other folders since), and roots
+        # that were awaited (what is written into one that just appeared may come after the
+        # full pass walked it and before its watch is up): rescanned once their watch is up.
         appeared = [root for root, folder in zip(watched.roots, watched.folder_ids,
-                                                 strict=True) if walked.get(root) != folder]
+                                                 strict=True)
+                    if walked.get(root) != folder or root in awaited]
+        awaited = watched.missing
         wake = threading.Event()
         until = _Either(stop, wake)
         waiter = None

@@ -158,6 +158,38 @@ def test_a_root_removed_and_created_again_is_watched_again(
                      "an edit under the root created again")
 
 
+def test_what_is_written_into_a_root_that_just_appeared_before_its_watch_is_up_is_seen(
+        tmp_path: Path, env: Environment) -> None:
+    # The root appears, the full pass walks it and reports; a skill written then, before the
+    # watch of the new root is up, made no event and waited for the next full pass (ten
+    # minutes). It is written here from the report of that pass, which the watcher makes
+    # before it sets the watch up: the first look of the new watch must rescan the root.
+    root = tmp_path / "skills"
+    settings = root_settings(root)
+    stop = threading.Event()
+    passes: list[Pass] = []
+
+    def on_pass(done: Pass) -> None:
+        passes.append(done)
+        if done.full and root.is_dir() and not (root / "docx").exists():
+            write_skill(root, "docx", description="Written before the watch.")
+
+    index = SkillIndex.open(settings, db=str(tmp_path / "w.sqlite"), env=env)
+    thread = threading.Thread(target=watch, args=(index,),
+                              kwargs={"stop": stop, "on_pass": on_pass})
+    thread.start()
+    try:
+        until(lambda: len(passes) >= 1, "the first full reindex")
+        write_skill(root, "pdf")
+        until(lambda: "Written before the watch." in catalog_of(settings, tmp_path, env),
+              "the skill written before the new root's watch was up")
+    finally:
+        stop.set()
+        thread.join(patience())
+        index.close()
+    assert not thread.is_alive()
+
+
 def test_a_plugin_installed_after_the_start_is_watched(
         tmp_path: Path, env: Environment, watching: Callable[..., Watching]) -> None:
     settings = Settings()  # the presets, with Claude Code's plugins
