@@ -383,10 +383,14 @@ def test_every_sqlite_connection_zeroes_deleted_rows_only_on_pages_it_writes(
     try:
         with engine.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA secure_delete").scalar() == 2  # FAST
+            # The temporary schema, where a reindex stages its rows, has a setting of its own.
+            connection.exec_driver_sql("CREATE TEMPORARY TABLE staged (x)")
+            assert connection.exec_driver_sql("PRAGMA temp.secure_delete").scalar() == 2
     finally:
         engine.dispose()
     opened = sqlitefile.connect(str(path), timeout=1.0)
     try:
         assert opened.connection.execute("PRAGMA secure_delete").fetchone() == (2,)
+        assert opened.connection.execute("PRAGMA temp.secure_delete").fetchone() == (2,)
     finally:
         opened.connection.close()
