@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from skillindex.model import Listing
-from skillindex.store import sql
+from skillindex.store import bulk, sql
 from skillindex.store.models import Candidate, Finding, ResolvedSet, ResolvedWinner, Root
 
 RESOLVED_SETS = 32  # resolutions kept per index (working directories and settings seen)
@@ -131,6 +131,9 @@ def related(session: Session, index_name: str, paths: Sequence[str], *,
     return list(found.values())
 
 
+_WINNER_COLUMNS = ("set_id", "ordinal", "name", "candidate_id", "collision")
+
+
 def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
               winners: Iterable[tuple[str, int, str | None]]) -> int:
     """Write one resolution: (catalog name, candidate id, collision JSON) in catalog order,
@@ -141,13 +144,12 @@ def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
           "winners": 0}]).scalar_one())
     ordinals, pending = itertools.count(GAP, GAP), iter(winners)
     written = 0
-    # Core, not the ORM's bulk insert: one executemany a chunk, no per-row bookkeeping.
-    statement = insert(ResolvedWinner)
+    # The driver's executemany a chunk: no per-row bookkeeping of the ORM's or Core's.
+    table = ResolvedWinner.__table__
     connection = session.connection()
-    while chunk := [{"set_id": new_id, "ordinal": next(ordinals), "name": name,
-                     "candidate_id": cid, "collision": collision}
+    while chunk := [(new_id, next(ordinals), name, cid, collision)
                     for name, cid, collision in itertools.islice(pending, 10_000)]:
-        connection.execute(statement, chunk)
+        bulk.insert_rows(connection, table, _WINNER_COLUMNS, chunk)  # type: ignore[arg-type]
         written += len(chunk)
     session.execute(update(ResolvedSet).where(ResolvedSet.id == new_id).values(winners=written))
     # Hosts in ever new directories (or settings) must not grow the table without bound.

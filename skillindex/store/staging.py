@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sql_insert
 
-from skillindex.store import fts, resolved
+from skillindex.store import bulk, fts, resolved
 from skillindex.store.models import Base
 
 CANDIDATE, FINDING, RESOURCE, ROOT = (
@@ -115,22 +115,8 @@ class Stage:
             self._create()
         for table, names, rows in zip(self.tables, self.columns, self._rows, strict=True):
             if rows:
-                self._insert(table, names, rows)
+                bulk.insert_rows(self.connection, table, names, rows)
                 rows.clear()
-
-    def _insert(self, table: Table, names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """Hand the rows to the driver's executemany as they are: SQLAlchemy's per-row
-        parameter handling cost more than the insert itself."""
-        style = self.connection.dialect.paramstyle
-        if style not in ("qmark", "format", "pyformat"):
-            self.connection.execute(sql_insert(table), [dict(zip(names, row, strict=True))
-                                                        for row in rows])
-            return
-        quote = self.connection.dialect.identifier_preparer.quote
-        mark = "?" if style == "qmark" else "%s"
-        statement = (f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, names))}) "
-                     f"VALUES ({', '.join([mark] * len(names))})")
-        self.connection.exec_driver_sql(statement, rows)
 
     def prepare(self) -> None:
         """In the write transaction, before the replaced rows are deleted: stage what is left
