@@ -136,11 +136,6 @@ class _Watched:
         return [_folder_id(root) for root in self.roots] != self.folder_ids
 
 
-def _walked(index: SkillIndex) -> dict[str, tuple[int, int] | None]:
-    """The roots a full pass that starts now walks, planned again, and which folder each is."""
-    return {str(spec.path): _folder_id(str(spec.path)) for spec in index.replan().roots}
-
-
 def _folder_id(path: str) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
@@ -187,6 +182,7 @@ class _Passes:
         self.retry_first = retry_first
         self.retry_max = retry_max
         self.failures = 0  # failed passes in a row: while there are any, the watch backs off
+        self.full_runs = 0  # full passes tried
         self.due = time.monotonic()
 
     def pause(self) -> float:
@@ -201,6 +197,7 @@ class _Passes:
 
     def run(self, full: bool, paths: list[str]) -> None:
         """One pass. A targeted pass that succeeds does not put off the full one."""
+        self.full_runs += full
         try:
             done = self.index.reindex() if full else self.index.reindex(paths=paths)
         except SkillIndexError as exc:
@@ -241,27 +238,27 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = QUIET
     removed is awaited again. Every `full_every` seconds a full reindex catches what events
     cannot show (skills reached through symlinks).
 
+    Each full reindex runs once the watch of the roots it walks is up, so a change made at any
+    moment is either walked by it or reported by an event afterwards (a root removed or
+    written just before its watch was up is not missed).
+
     A failed pass (a full disk, a read-only index, a lost server, another reindex holding the
     lock too long) is reported and the watch goes on: it retries with a full reindex after
     `retry_first` seconds, doubling the wait after each failure in a row up to `retry_max`
-    (and never beyond `full_every`); changes meanwhile wait for that retry.
+    (and never beyond `full_every`); changes meanwhile wait for that retry. A watch the
+    system refuses (too many folders for its limit) is reported, the full reindex runs without
+    it, and the watch is tried again after the same backoff.
     """
     watchfiles = _watchfiles()
     stop = stop or threading.Event()
     passes = _Passes(index, on_pass or (lambda _pass: None), full_every=full_every,
                      retry_first=retry_first, retry_max=retry_max)
-    walked = _walked(index)
-    passes.run(True, [])
-    awaited: list[str] = []  # the roots missing in the last round
+    refused = 0  # rounds in a row whose watch could not be set up
     while not stop.is_set():
+        # While it backs off, only the retry, when it is due, runs a pass.
+        full = not passes.failures or passes.left() == 0
+        runs = passes.full_runs
         watched = _Watched.of(index)
-        # Roots the last full pass may have missed (new, or other folders since), and roots
-        # that were awaited (what is written into one that just appeared may come after the
-        # full pass walked it and before its watch is up): rescanned once their watch is up.
-        appeared = [root for root, folder in zip(watched.roots, watched.folder_ids,
-                                                 strict=True)
-                    if walked.get(root) != folder or root in awaited]
-        awaited = watched.missing
         wake = threading.Event()
         until = _Either(stop, wake)
         waiter = None
@@ -271,40 +268,48 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = QUIET
             waiter.start()
         try:
             if watched.roots:
-                _follow(watchfiles, watched, until, passes, appeared, max_wait_ms=max_wait_ms,
+                _follow(watchfiles, watched, until, passes, full, max_wait_ms=max_wait_ms,
                         quiet_ms=quiet_ms)
             else:
+                if full:
+                    passes.run(True, [])
                 while not until.is_set() and passes.left() > 0:
                     wake.wait(min(1.0, passes.left()))
-        except (OSError, RuntimeError) as exc:  # a watched root vanished under the watcher
+            refused = 0
+        except (OSError, RuntimeError) as exc:
+            # A root vanished before or under its watch (the next round plans without it), or
+            # the system refused the watch: the full pass due runs all the same.
             passes.report(Pass(True, 0, None, f"watch restarted: {exc}"))
+            if full and passes.full_runs == runs and not stop.is_set():
+                passes.run(True, [])
+            refused += 1
+            if refused > 1:
+                stop.wait(min(retry_first * 2.0 ** (refused - 2), retry_max))
         finally:
             wake.set()
             if waiter is not None:
                 waiter.join()
-        # While it backs off, only the retry, when it is due, runs a pass.
-        if not stop.is_set() and (not passes.failures or passes.left() == 0):
-            walked = _walked(index)
-            passes.run(True, [])
 
 
-def _follow(watchfiles: Any, watched: _Watched, until: _Either, passes: _Passes,
-            appeared: list[str], *, max_wait_ms: int, quiet_ms: int) -> None:
-    """Targeted passes for the changes under the roots, until `until` is set, the next full
-    pass is due, a pass fails or a root vanishes. Roots that appeared just before are
-    rescanned once their watch is up (the first yield, after `quiet_ms` at most): what was
-    written between the full pass and that moment is not missed."""
-    first = bool(appeared) and not passes.failures
+def _follow(watchfiles: Any, watched: _Watched, until: _Either, passes: _Passes, full: bool,
+            *, max_wait_ms: int, quiet_ms: int) -> None:
+    """A full pass once the watch of the roots is up (its first yield, after `quiet_ms`) if
+    `full`, then targeted passes for the changes under the roots, until `until` is set, the
+    next full pass is due, a pass fails or a root vanishes (checked at every yield: at least
+    once a second)."""
     events = watchfiles.watch(
         *watched.roots, watch_filter=None, debounce=max_wait_ms, step=quiet_ms,
         stop_event=until, yield_on_timeout=True, ignore_permission_denied=True,
-        rust_timeout=quiet_ms if first else max(1, int(passes.left() * 1000)))
+        rust_timeout=quiet_ms if full else AWAIT_CHECK_MS)
     with closing(events):
         for changes in events:
+            if full:
+                full = False
+                passes.run(True, [])  # what changes from now on is in the next yields
+                if passes.failures:
+                    break
+                continue
             paths = relevant((path for _change, path in changes), watched.roots)
-            if first:
-                paths = sorted({*paths, *appeared})
-                first = False
             if paths and not passes.failures:
                 passes.run(False, paths)
                 if passes.failures:

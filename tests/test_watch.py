@@ -190,6 +190,39 @@ def test_what_is_written_into_a_root_that_just_appeared_before_its_watch_is_up_i
     assert not thread.is_alive()
 
 
+def test_a_root_removed_between_the_full_pass_and_its_watch_is_seen(
+        tmp_path: Path, env: Environment) -> None:
+    # The root is removed after the full pass walked it and before the next round of watching
+    # plans it: it is missing then, so it is only awaited, and no event of its removal ever
+    # comes (nothing watched it). The watcher must see that a root the pass walked is gone.
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", description="Before removal.")
+    settings = root_settings(root)
+    stop = threading.Event()
+    passes: list[Pass] = []
+
+    def on_pass(done: Pass) -> None:
+        passes.append(done)
+        if len(passes) == 1:
+            shutil.rmtree(root)
+
+    index = SkillIndex.open(settings, db=str(tmp_path / "w.sqlite"), env=env)
+    thread = threading.Thread(target=watch, args=(index,),
+                              kwargs={"stop": stop, "on_pass": on_pass})
+    thread.start()
+    try:
+        until(lambda: len(passes) >= 1, "the first full reindex")
+        until(lambda: "Before removal." not in catalog_of(settings, tmp_path, env),
+              "the skill of the root removed before its watch was up gone")
+        written_and_seen(root, "docx", "After it came back.", settings, tmp_path, env,
+                         "the skill of the root created again")
+    finally:
+        stop.set()
+        thread.join(patience())
+        index.close()
+    assert not thread.is_alive()
+
+
 def test_a_plugin_installed_after_the_start_is_watched(
         tmp_path: Path, env: Environment, watching: Callable[..., Watching]) -> None:
     settings = Settings()  # the presets, with Claude Code's plugins
