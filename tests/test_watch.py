@@ -223,6 +223,47 @@ def test_a_root_removed_between_the_full_pass_and_its_watch_is_seen(
     assert not thread.is_alive()
 
 
+class Refusing:
+    """watchfiles as a system out of inotify watches answers: every watch is refused."""
+
+    def __init__(self) -> None:
+        self.tries: list[float] = []
+
+    def watch(self, *paths: str, **options: object) -> Iterator[set[tuple[int, str]]]:
+        self.tries.append(time.monotonic())
+        raise OSError("OS file watch limit reached")
+        yield set()  # a generator, as watchfiles.watch is
+
+
+def test_a_watch_the_system_refuses_still_indexes_and_is_retried_with_backoff(
+        tmp_path: Path, env: Environment, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", description="Indexed without a watch.")
+    refusing = Refusing()
+    monkeypatch.setattr("skillindex.watch._watchfiles", lambda: refusing)
+    stop = threading.Event()
+    passes: list[Pass] = []
+    index = SkillIndex.open(root_settings(root), db=str(tmp_path / "w.sqlite"), env=env)
+    thread = threading.Thread(target=watch, args=(index,),
+                              kwargs={"stop": stop, "on_pass": passes.append,
+                                      "retry_first": 0.2})
+    thread.start()
+    try:
+        until(lambda: len(refusing.tries) >= 4, "the watch tried again")
+    finally:
+        stop.set()
+        thread.join(patience())
+        index.close()
+    assert not thread.is_alive()
+    assert "Indexed without a watch." in catalog_of(root_settings(root), tmp_path, env)
+    refused = [p for p in passes if p.error and "watch limit" in p.error]
+    assert len(refused) >= 3
+    assert all(p.report is not None for p in passes if p.error is None)
+    # The first retry at once (a root may just have vanished), then waits that double.
+    gaps = [later - earlier for earlier, later in pairwise(refusing.tries)]
+    assert gaps[2] > gaps[1] * 1.5 > 0.2
+
+
 def test_a_plugin_installed_after_the_start_is_watched(
         tmp_path: Path, env: Environment, watching: Callable[..., Watching]) -> None:
     settings = Settings()  # the presets, with Claude Code's plugins
