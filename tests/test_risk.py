@@ -115,6 +115,22 @@ def test_the_word_prefilter_finds_what_every_line_would(lines: list[str], joint:
         "a.md", data)
 
 
+# What a host runs while it loads SKILL.md, and what nearly is: the marks in pieces, spaced
+# and fenced, so that the gate of the marks (the word matcher's) meets both.
+_LOAD_PIECES = ("!", "`", "```", "~~~", "~~", "``", " ", "   ", "    ", "\n", "ls", "x\n",
+                "\u200b", "é")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LOAD_PIECES), max_size=24))
+def test_the_gate_of_load_time_commands_finds_what_the_rule_would(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    wanted = risk._load_time_exec(risk.ENTRY, text)
+    found = [r for r in risk.judge_file(risk.ENTRY, text.encode(), 0o100644)
+             if r.code == risk.LOAD_TIME_EXEC]
+    assert found == wanted
+
+
 def test_the_record_of_a_file_without_risks_is_the_one_any_record_has() -> None:
     # Made once and compared, not decoded: it must stay what the encoding writes.
     written = json.dumps({"v": RISK_RULES_VERSION, "found": []}, ensure_ascii=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_module
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import xxhash
 
@@ -44,8 +44,7 @@ def digest(data: bytes) -> tuple[str, str]:
     return xxhash.xxh3_128_hexdigest(data), hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class FileRead:
+class FileRead(NamedTuple):  # one a file read: see model.FileStat
     data: bytes | None  # None when the file is larger than the caller keeps in memory
     stat: FileStat
     xxh3: str

@@ -99,7 +99,7 @@ def _magic_kind(head: bytes) -> str | None:
 
 
 def _looks_binary(head: bytes) -> bool:
-    return b"\x00" in head[:8192]
+    return head.find(b"\x00", 0, 8192) >= 0
 
 
 # -- Hidden Unicode -----------------------------------------------------------------------------
@@ -285,7 +285,8 @@ _ANCHORS = (
       for word, also in _INJECTION_WORDS.items()),
     *(_Anchor(REMOTE_EXEC, word.encode()) for word in _FETCH_WORDS),
     *(_Anchor(SECRET, word.encode()) for word in (*_SECRET_WORDS, "private key")),
-    *(_Anchor(HIDDEN_UNICODE, spelling, bounded=False) for spelling in _SUSPECT_SPELLINGS))
+    *(_Anchor(HIDDEN_UNICODE, spelling, bounded=False) for spelling in _SUSPECT_SPELLINGS),
+    *(_Anchor(LOAD_TIME_EXEC, mark, bounded=False) for mark in (b"!`", b"```!", b"~~~!")))
 _MATCHER = ahocorasick_rs.BytesAhoCorasick([anchor.word for anchor in _ANCHORS])
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
 # Past this many findings of one code in one file, the file has made its point.
@@ -394,8 +395,6 @@ _FENCED_EXEC = re.compile(r"^[ ]{0,3}(?:```|~~~)!", re.MULTILINE)
 
 
 def _load_time_exec(rel_path: str, text: str) -> list[Risk]:
-    if "!`" not in text and "```!" not in text and "~~~!" not in text:
-        return []
     found: list[Risk] = []
     lines = _Lines(text)
     for match in _FENCED_EXEC.finditer(text):
@@ -450,7 +449,7 @@ def judge_file(rel_path: str, data: bytes | None, mode: int) -> list[Risk]:
     if HIDDEN_UNICODE in anchored:
         found += _hidden_unicode(rel_path, text)
     found += _patterns(rel_path, data, lowered, anchored)
-    if rel_path == ENTRY:
+    if rel_path == ENTRY and LOAD_TIME_EXEC in anchored:
         found += _load_time_exec(rel_path, text)
     return found
 
