@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 from skillindex.index import risk
 from skillindex.index.judge import Row, judge
 from skillindex.index.scanner import ENTRY, SkillScan
-from skillindex.model import FileStat, ResourceEntry, ResourceKind, RootSpec, Scope, Validation
+from skillindex.model import (
+    RESOURCE_ROW,
+    FileStat,
+    ResourceEntry,
+    ResourceKind,
+    RootSpec,
+    Scope,
+    Validation,
+)
 from tests.yamlgrammar import documents
 
 EXAMPLES = int(os.environ.get("SKILLINDEX_FUZZ_FRONTMATTERS", "1000"))
@@ -39,7 +47,8 @@ def judged(data: bytes, validation: Validation) -> tuple[Row, list[Row], list[Ro
     scan = SkillScan("fuzzed", "/fuzz/fuzzed", "/fuzz/fuzzed", None, "key", entry_stat=stat,
                      entry_data=data, entry_xxh3="0" * 32, entry_sha256="0" * 64,
                      resources=[entry])
-    return judge(scan, spec)
+    row, findings, resources = judge(scan, spec)
+    return row, findings, [dict(zip(RESOURCE_ROW, each, strict=True)) for each in resources]
 
 
 def _refusal(data: bytes, validation: Validation) -> str | None:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from skillindex.api import SkillIndex
 from skillindex.config import Environment
+from skillindex.model import RESOURCE_ROW
 from skillindex.store import migrate, queries
 from skillindex.store.engine import make_engine
 from skillindex.store.models import Base, Candidate, LoadEvent, Resource, Root, modelled
@@ -330,8 +331,9 @@ def test_staged_rows_keep_all_64_bits_of_inode_numbers(db_url: str, inode: int) 
                 "real_path": "/r/s", "status": "accepted", "enabled": True, "tree_key": "k",
                 "disable_model_invocation": False,
                 "inode": inode, "device": inode})
-    resource = {"rel_path": "SKILL.md", "kind": "entry", "size": 1, "mtime_ns": 1,
-                "inode": inode, "device": inode, "xxh3": "x", "sha256": "s"}
+    resource = tuple({"rel_path": "SKILL.md", "kind": "entry", "size": 1, "mtime_ns": 1,
+                      "inode": inode, "device": inode, "xxh3": "x", "sha256": "s"}.get(name)
+                     for name in RESOURCE_ROW)
     with engine.connect() as connection:
         stage = Stage(connection)
         stage.add("/r", row, None, [{"code": "c", "severity": "warning", "message": "m"}],

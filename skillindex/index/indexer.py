@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from skillindex.index import parallel, policy
 from skillindex.index.barrier import INTERNAL_ERROR, internal_error
-from skillindex.index.judge import Row, judge
+from skillindex.index.judge import ResourceRow, Row, judge
 from skillindex.index.scanner import (
     KnownFile,
     KnownSkill,
@@ -212,7 +212,7 @@ def _scan_root(spec: RootSpec, root_known: dict[str, KnownSkill], stage: Stage,
     if shared is not None:
         new, size, shards, walk_only = shared.new, shared.size, shared.shards, shared.walk_only
 
-    def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[Row],
+    def staged(rel_dir: str, row: Row, findings: list[Row], resources: list[ResourceRow],
                previous: int | None, same_content: bool = False) -> None:
         counts["rejected"] += row["status"] == Status.REJECTED.value
         if previous is None:

@@ -15,6 +15,7 @@ from skillindex.index.skilldir import unsettled
 from skillindex.model import Finding, RootSpec, Severity, Status
 
 Row = dict[str, Any]
+ResourceRow = tuple[Any, ...]  # the columns of model.RESOURCE_ROW, in its order
 
 
 def verdict_of(scan: SkillScan,
@@ -34,7 +35,7 @@ def risks_of(scan: SkillScan) -> list[risk.Risk]:
     return [found for r in scan.resources for found in risk.from_record(r.rel_path, r.risks)]
 
 
-def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
+def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[ResourceRow]]:
     """The candidate row, its findings and its manifest, ready to be staged.
 
     Whatever goes wrong on the way (parsing, the rules, the rows) is a finding of this skill,
@@ -46,7 +47,8 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Row]]:
         return failed(scan, spec, internal_error(exc, "judging the skill"))
 
 
-def failed(scan: SkillScan, spec: RootSpec, finding: Finding) -> tuple[Row, list[Row], list[Row]]:
+def failed(scan: SkillScan, spec: RootSpec,
+           finding: Finding) -> tuple[Row, list[Row], list[ResourceRow]]:
     """The rows of a skill whose work failed: rejected with `finding`, and keyed so that the
     next reindex does the work again."""
     verdict = policy.Verdict(f"{spec.name_prefix}{scan.dir_name}", None, True,
@@ -61,7 +63,7 @@ def failed(scan: SkillScan, spec: RootSpec, finding: Finding) -> tuple[Row, list
 
 
 def _rows(scan: SkillScan, verdict: policy.Verdict, parsed: frontmatter.Frontmatter | None,
-          ) -> tuple[Row, list[Row], list[Row]]:
+          ) -> tuple[Row, list[Row], list[ResourceRow]]:
     fields = None if parsed is None else parsed.fields
     body = "" if parsed is None else parsed.body
     entry = scan.entry_stat
@@ -96,10 +98,8 @@ def _rows(scan: SkillScan, verdict: policy.Verdict, parsed: frontmatter.Frontmat
                                       if found.line else f"{found.path}: {found.message}"),
                   "path": storable(found.path), "line": found.line}
                  for found in risks_of(scan)]
-    resources = [{"rel_path": r.rel_path, "kind": r.kind.value, "size": r.stat.size,
-                  "mtime_ns": r.stat.mtime_ns, "inode": r.stat.inode, "device": r.stat.device,
-                  "xxh3": r.xxh3, "sha256": r.sha256, "risks": r.risks,
-                  "ctime_ns": r.stat.ctime_ns, "mode": r.mode}
+    resources = [(r.rel_path, r.kind.value, r.stat.size, r.stat.mtime_ns, r.stat.inode,
+                  r.stat.device, r.xxh3, r.sha256, r.risks, r.stat.ctime_ns, r.mode)
                  for r in scan.resources]
     return row, findings, resources
 

@@ -27,7 +27,8 @@ IN_FLIGHT = 8  # shards submitted ahead of the one being staged
 # One new skill, scanned and judged in a worker, ready to be staged: its directory (relative
 # to the root), its row, findings and manifest, and the number of files read. A tuple: it is
 # pickled back to the parent once per skill.
-Judged = tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], int]
+# (rel_dir, candidate row, finding rows, resource rows as model.RESOURCE_ROW, files read)
+Judged = tuple[str, dict[str, Any], list[dict[str, Any]], list[tuple[Any, ...]], int]
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sql_insert
 
+from skillindex.model import RESOURCE_ROW
 from skillindex.store import bulk, fts, resolved
 from skillindex.store.models import Base
 
@@ -37,8 +38,7 @@ CANDIDATE_COLUMNS = (
     "xxh3", "sha256", "search_text", "disable_model_invocation", "ctime_ns",
     "host_fields")
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
-RESOURCE_COLUMNS = ("rel_path", "kind", "size", "mtime_ns", "inode", "device", "xxh3", "sha256",
-                    "risks", "ctime_ns", "mode")
+RESOURCE_COLUMNS = RESOURCE_ROW  # as the judge makes them
 BATCH = 2_000
 
 
@@ -47,10 +47,13 @@ _CANDIDATE_IDS = tuple(CANDIDATE_COLUMNS.index(name) for name in ("inode", "devi
 _RESOURCE_IDS = tuple(RESOURCE_COLUMNS.index(name) for name in ("inode", "device"))
 
 
+_HIGH_BIT = 2**63
+
+
 def _signed(values: list[Any], ids: tuple[int, ...]) -> list[Any]:
     """What the FileId type does on bind: all 64 bits of an inode or device in a BIGINT."""
     for i in ids:
-        if values[i] is not None and values[i] >= 2**63:
+        if values[i] is not None and values[i] >= _HIGH_BIT:
             values[i] -= 2**64
     return values
 
@@ -92,7 +95,7 @@ class Stage:
         self._created = True
 
     def add(self, root_path: str, row: dict[str, Any], previous_id: int | None,
-            findings: list[dict[str, Any]], resources: list[dict[str, Any]]) -> None:
+            findings: list[dict[str, Any]], resources: list[tuple[Any, ...]]) -> None:
         """Stage one judged candidate; every BATCH candidates go to the database."""
         self.count += 1
         seq = self.count
@@ -101,9 +104,10 @@ class Stage:
         candidates.append((seq, root_path, previous_id, None, *values))
         staged_findings.extend((seq, *[finding.get(name) for name in FINDING_COLUMNS])
                                for finding in findings)
+        inode, device = _RESOURCE_IDS
         staged_resources.extend(
-            (seq, *_signed([resource.get(name) for name in RESOURCE_COLUMNS], _RESOURCE_IDS))
-            for resource in resources)
+            (seq, *resource) if (resource[inode] or 0) < _HIGH_BIT > (resource[device] or 0)
+            else (seq, *_signed(list(resource), _RESOURCE_IDS)) for resource in resources)
         if len(candidates) >= BATCH:
             with self.connection.begin():
                 self._write_buffered()
