@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -129,6 +129,24 @@ def written_and_seen(root: Path, name: str, text: str, settings: Settings, tmp_p
     until(lambda: text in catalog_of(settings, tmp_path, env), what)
 
 
+@contextmanager
+def watched_with(settings: Settings, tmp_path: Path, env: Environment,
+                 on_pass: Callable[[Pass], None], **options: object) -> Iterator[None]:
+    """A watch in a thread that reports each pass to `on_pass`, stopped on the way out."""
+    stop = threading.Event()
+    index = SkillIndex.open(settings, db=str(tmp_path / "w.sqlite"), env=env)
+    thread = threading.Thread(target=watch, args=(index,),
+                              kwargs={"stop": stop, "on_pass": on_pass, **options})
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(patience())
+        index.close()
+    assert not thread.is_alive()
+
+
 def test_a_root_created_after_the_start_is_watched(tmp_path: Path, env: Environment,
                                                    watching: Callable[..., Watching]) -> None:
     # The project has no .agents/skills when the watch starts; nothing else changes, so only
@@ -161,12 +179,11 @@ def test_a_root_removed_and_created_again_is_watched_again(
 def test_what_is_written_into_a_root_that_just_appeared_before_its_watch_is_up_is_seen(
         tmp_path: Path, env: Environment) -> None:
     # The root appears, the full pass walks it and reports; a skill written then, before the
-    # watch of the new root is up, made no event and waited for the next full pass (ten
-    # minutes). It is written here from the report of that pass, which the watcher makes
-    # before it sets the watch up: the first look of the new watch must rescan the root.
+    # watch of the new root was up, made no event and waited for the next full pass (ten
+    # minutes). It is written here from the report of that pass: the full pass must run once
+    # the new root's watch is up, so that what comes after it is an event.
     root = tmp_path / "skills"
     settings = root_settings(root)
-    stop = threading.Event()
     passes: list[Pass] = []
 
     def on_pass(done: Pass) -> None:
@@ -174,20 +191,11 @@ def test_what_is_written_into_a_root_that_just_appeared_before_its_watch_is_up_i
         if done.full and root.is_dir() and not (root / "docx").exists():
             write_skill(root, "docx", description="Written before the watch.")
 
-    index = SkillIndex.open(settings, db=str(tmp_path / "w.sqlite"), env=env)
-    thread = threading.Thread(target=watch, args=(index,),
-                              kwargs={"stop": stop, "on_pass": on_pass})
-    thread.start()
-    try:
+    with watched_with(settings, tmp_path, env, on_pass):
         until(lambda: len(passes) >= 1, "the first full reindex")
         write_skill(root, "pdf")
         until(lambda: "Written before the watch." in catalog_of(settings, tmp_path, env),
               "the skill written before the new root's watch was up")
-    finally:
-        stop.set()
-        thread.join(patience())
-        index.close()
-    assert not thread.is_alive()
 
 
 def test_a_root_removed_between_the_full_pass_and_its_watch_is_seen(
@@ -198,7 +206,6 @@ def test_a_root_removed_between_the_full_pass_and_its_watch_is_seen(
     root = tmp_path / "skills"
     write_skill(root, "pdf", description="Before removal.")
     settings = root_settings(root)
-    stop = threading.Event()
     passes: list[Pass] = []
 
     def on_pass(done: Pass) -> None:
@@ -206,21 +213,12 @@ def test_a_root_removed_between_the_full_pass_and_its_watch_is_seen(
         if len(passes) == 1:
             shutil.rmtree(root)
 
-    index = SkillIndex.open(settings, db=str(tmp_path / "w.sqlite"), env=env)
-    thread = threading.Thread(target=watch, args=(index,),
-                              kwargs={"stop": stop, "on_pass": on_pass})
-    thread.start()
-    try:
+    with watched_with(settings, tmp_path, env, on_pass):
         until(lambda: len(passes) >= 1, "the first full reindex")
         until(lambda: "Before removal." not in catalog_of(settings, tmp_path, env),
               "the skill of the root removed before its watch was up gone")
         written_and_seen(root, "docx", "After it came back.", settings, tmp_path, env,
                          "the skill of the root created again")
-    finally:
-        stop.set()
-        thread.join(patience())
-        index.close()
-    assert not thread.is_alive()
 
 
 class Refusing:
@@ -241,20 +239,9 @@ def test_a_watch_the_system_refuses_still_indexes_and_is_retried_with_backoff(
     write_skill(root, "pdf", description="Indexed without a watch.")
     refusing = Refusing()
     monkeypatch.setattr("skillindex.watch._watchfiles", lambda: refusing)
-    stop = threading.Event()
     passes: list[Pass] = []
-    index = SkillIndex.open(root_settings(root), db=str(tmp_path / "w.sqlite"), env=env)
-    thread = threading.Thread(target=watch, args=(index,),
-                              kwargs={"stop": stop, "on_pass": passes.append,
-                                      "retry_first": 0.2})
-    thread.start()
-    try:
+    with watched_with(root_settings(root), tmp_path, env, passes.append, retry_first=0.2):
         until(lambda: len(refusing.tries) >= 4, "the watch tried again")
-    finally:
-        stop.set()
-        thread.join(patience())
-        index.close()
-    assert not thread.is_alive()
     assert "Indexed without a watch." in catalog_of(root_settings(root), tmp_path, env)
     refused = [p for p in passes if p.error and "watch limit" in p.error]
     assert len(refused) >= 3
