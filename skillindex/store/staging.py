@@ -74,11 +74,11 @@ class Stage:
             Column("first_run_id", Integer),
             *(_like(CANDIDATE, name) for name in CANDIDATE_COLUMNS), prefixes=["TEMPORARY"])
         self.findings = Table(
-            "stage_finding", metadata, Column("seq", Integer, index=True),
+            "stage_finding", metadata, Column("seq", Integer),
             Column("code", String(50)), Column("severity", String(10)), Column("message", Text),
             Column("path", Text), Column("line", Integer), prefixes=["TEMPORARY"])
         self.resources = Table(
-            "stage_resource", metadata, Column("seq", Integer, index=True),
+            "stage_resource", metadata, Column("seq", Integer),
             *(_like(RESOURCE, name) for name in RESOURCE_COLUMNS), prefixes=["TEMPORARY"])
         self.tables = (self.candidates, self.findings, self.resources)
         # Each table's rows as tuples of these columns, in this order.
