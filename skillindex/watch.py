@@ -188,8 +188,12 @@ class _Passes:
     def pause(self) -> float:
         if not self.failures:
             return self.full_every
-        return float(min(self.retry_first * 2.0 ** (self.failures - 1), self.retry_max,
-                         self.full_every))
+        return min(self.backoff(self.failures), self.full_every)
+
+    def backoff(self, tries: int) -> float:
+        """The wait after `tries` failures in a row: `retry_first`, doubled after each one
+        more, up to `retry_max`."""
+        return float(min(self.retry_first * 2.0 ** (tries - 1), self.retry_max))
 
     def left(self) -> float:
         """Seconds until the next full pass is due."""
@@ -284,7 +288,7 @@ def watch(index: SkillIndex, *, full_every: float = 600.0, quiet_ms: int = QUIET
                 passes.run(True, [])
             refused += 1
             if refused > 1:
-                stop.wait(min(retry_first * 2.0 ** (refused - 2), retry_max))
+                stop.wait(passes.backoff(refused - 1))
         finally:
             wake.set()
             if waiter is not None:
