@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Table, insert
 
 
 def insert_rows(connection: Connection, table: Table, names: Sequence[str],
-                rows: Sequence[tuple[Any, ...]]) -> None:
+                rows: list[tuple[Any, ...]]) -> None:
     """Insert `rows` (tuples of the columns `names`, as the driver binds them: no column of
     `table` may need SQLAlchemy's bind processing) with one executemany. SQLAlchemy's per-row
     parameter handling cost more than the insert itself."""
@@ -21,4 +21,4 @@ def insert_rows(connection: Connection, table: Table, names: Sequence[str],
     mark = "?" if style == "qmark" else "%s"
     statement = (f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, names))}) "
                  f"VALUES ({', '.join([mark] * len(names))})")
-    connection.exec_driver_sql(statement, list(rows))
+    connection.exec_driver_sql(statement, rows)

@@ -145,11 +145,11 @@ def store_set(session: Session, index_name: str, key: str, roots: Sequence[str],
     ordinals, pending = itertools.count(GAP, GAP), iter(winners)
     written = 0
     # The driver's executemany a chunk: no per-row bookkeeping of the ORM's or Core's.
-    table = ResolvedWinner.__table__
+    table = ResolvedWinner.metadata.tables[ResolvedWinner.__tablename__]
     connection = session.connection()
     while chunk := [(new_id, next(ordinals), name, cid, collision)
                     for name, cid, collision in itertools.islice(pending, 10_000)]:
-        bulk.insert_rows(connection, table, _WINNER_COLUMNS, chunk)  # type: ignore[arg-type]
+        bulk.insert_rows(connection, table, _WINNER_COLUMNS, chunk)
         written += len(chunk)
     session.execute(update(ResolvedSet).where(ResolvedSet.id == new_id).values(winners=written))
     # Hosts in ever new directories (or settings) must not grow the table without bound.
