@@ -14,7 +14,7 @@ from skillindex.cli.common import cli, count, echo, format_option, options_of, p
 from skillindex.errors import EXIT_ERROR
 from skillindex.index.parallel import default_jobs
 from skillindex.model import FileFinding, Gravity, Validation
-from skillindex.query import sarif
+from skillindex.query import baseline, sarif
 from skillindex.query.check import DEFAULT_DEPTH, CheckReport, shown
 from skillindex.query.check import check as check_skills
 
@@ -34,10 +34,19 @@ from skillindex.query.check import check as check_skills
               help="How deep skill folders are looked for under a folder of skills.")
 @click.option("--jobs", type=params.JOBS, metavar="N",
               help="Processes that read and judge a folder of many skills (default: cores).")
+@click.option("--baseline", "baseline_file", metavar="FILE", type=params.path(dir_okay=False),
+              help="Findings this baseline accepts are reported as suppressed and never fail; "
+              "its entries that match nothing any more are listed as stale.")
+@click.option("--write-baseline", metavar="FILE", type=params.path(dir_okay=False),
+              help="Write every current finding to FILE as accepted (entries already in FILE "
+              "keep their reason) and exit 0.")
+@click.option("--reason", metavar="TEXT", type=params.Text(max_length=10_000, empty=False),
+              help="Why the findings --write-baseline adds are accepted (required for them).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (as --format json).")
 @click.pass_context
 def check(ctx: click.Context, paths: tuple[str, ...], lenient: bool, fail_on: str, output: str,
-          max_depth: int, jobs: int | None, as_json: bool) -> None:
+          max_depth: int, jobs: int | None, baseline_file: str | None,
+          write_baseline: str | None, reason: str | None, as_json: bool) -> None:
     """Check skill folders as a strict host and a scanner would, without an index.
 
     Each PATH is a skill folder, a file of one (the skill holding it is checked: what a
@@ -55,21 +64,58 @@ def check(ctx: click.Context, paths: tuple[str, ...], lenient: bool, fail_on: st
       skillindex check skills/pdf --fail-on risk
       skillindex check --format sarif > skills.sarif
       skillindex check --format github        # in a GitHub Actions step
+      skillindex check --write-baseline .skillindex-baseline.json --reason "reviewed"
+      skillindex check --baseline .skillindex-baseline.json   # fails on new findings only
     """
     options = options_of(ctx, as_json)
     base = Path(options.cwd or os.getcwd())
+    if reason is not None and write_baseline is None:
+        raise click.UsageError("--reason goes with --write-baseline")
+    # Read before the walk, so a broken baseline costs nothing.
+    accepted = baseline.read(Path(baseline_file)) if baseline_file else None
     report = check_skills(paths, base=base,
                           validation=Validation.LENIENT if lenient else Validation.STRICT,
                           max_depth=max_depth, jobs=jobs or default_jobs())
+    if write_baseline:
+        _write_baseline(Path(write_baseline), report, reason, options.json or output == "json")
+        return
     gravity = Gravity(fail_on)
+    findings = report.findings()
+    compared = (baseline.compare(findings, base=base, baseline=accepted) if accepted
+                else baseline.Compared(tuple(findings), (), ()))
+    fails = any(found.gravity.weight >= gravity.weight for found in compared.new)
     if options.json or output == "json":
-        print_json(report.as_dict(gravity))
+        data = report.as_dict(gravity)
+        if accepted is not None:
+            data["ok"] = not fails
+            data["baseline"] = {
+                "file": baseline_file, "new": len(compared.new),
+                "suppressed": [{"fingerprint": entry.fingerprint, "reason": entry.reason}
+                               for _, entry in compared.suppressed],
+                "stale": [entry.as_dict() for entry in compared.stale]}
+        print_json(data)
+    elif output == "sarif":
+        print_json(sarif.log(findings, base=base, version=__version__,
+                             suppressed=baseline.suppressions(compared)))
     else:
-        render(report.findings(), base, output)
+        render(compared.new, base, output)
         if output == "text":
-            _summary(report, gravity)
-    if report.fails(gravity):
+            _summary(report, gravity, compared if accepted is not None else None, fails)
+    for line in baseline.stale_lines(compared.stale):
+        echo(line, err=True)
+    if fails:
         ctx.exit(EXIT_ERROR)
+
+
+def _write_baseline(target: Path, report: CheckReport, reason: str | None, as_json: bool) -> None:
+    previous = baseline.read(target) if target.exists() or target.is_symlink() else None
+    written = baseline.of_findings(report.findings(), base=report.base, reason=reason,
+                                   previous=previous)
+    baseline.write(target, written)
+    if as_json:
+        print_json({"path": str(target), "findings": len(written.entries)})
+    else:
+        echo(f"wrote {target}: {count(len(written.entries), 'finding')} accepted")
 
 
 def render(findings: Iterable[FileFinding], base: Path, output: str) -> None:
@@ -85,7 +131,8 @@ def render(findings: Iterable[FileFinding], base: Path, output: str) -> None:
             echo(f"{where}: {found.gravity} {found.code}: {found.message}")
 
 
-def _summary(report: CheckReport, fail_on: Gravity) -> None:
+def _summary(report: CheckReport, fail_on: Gravity, compared: baseline.Compared | None,
+             fails: bool) -> None:
     for folder in report.empty:
         echo(f"no skill folder found under {shown(folder, report.base)}", err=True)
     counts = report.counts()
@@ -95,6 +142,9 @@ def _summary(report: CheckReport, fail_on: Gravity) -> None:
     line = f"checked {count(len(report.skills), 'skill')}: " + ", ".join(found)
     if rejected:
         line += f"; {count(rejected, 'skill')} would be rejected ({report.validation})"
-    if report.fails(fail_on):
+    if compared is not None:
+        line += (f"; {len(compared.suppressed)} accepted by the baseline, "
+                 f"{len(compared.new)} new, {len(compared.stale)} stale")
+    if fails:
         line += f"; failing on {fail_on}"
     echo(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -32,10 +32,14 @@ _PROBLEM_SEVERITY = {Gravity.ERROR: "error", Gravity.RISK: "warning",
 _NUMBERS = re.compile(r"\d+")
 
 
-def log(findings: Iterable[FileFinding], *, base: Path, version: str) -> dict[str, Any]:
+def log(findings: Iterable[FileFinding], *, base: Path, version: str,
+        suppressed: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A SARIF 2.1.0 log of one run: one rule per finding code, with its help, and one result
-    per finding, located relative to `base` (`%SRCROOT%`) when the file lies inside it."""
+    per finding, located relative to `base` (`%SRCROOT%`) when the file lies inside it.
+    A result whose fingerprint `suppressed` holds is marked suppressed, with that reason."""
     found = list(findings)
+    prints = fingerprints(found, base=base)
+    accepted = suppressed or {}
     codes = sorted({f.code for f in found})
     index = {code: number for number, code in enumerate(codes)}
     heaviest: dict[str, Gravity] = {}
@@ -43,22 +47,19 @@ def log(findings: Iterable[FileFinding], *, base: Path, version: str) -> dict[st
         known = heaviest.get(finding.code)
         if known is None or finding.gravity.weight > known.weight:
             heaviest[finding.code] = finding.gravity
-    seen: Counter[tuple[str, str, str]] = Counter()
     results = []
-    for finding in found:
-        location = _location(finding, base)
-        uri = location["physicalLocation"]["artifactLocation"]["uri"]
-        # Stable across runs: the line is left out (it moves when lines are added above) and
-        # so are numbers in the message (columns, lengths); equal ones count in file order.
-        key = (finding.code, uri, _NUMBERS.sub("#", finding.message))
-        seen[key] += 1
-        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()
-        results.append({
+    for finding, fingerprint in zip(found, prints, strict=True):
+        result: dict[str, Any] = {
             "ruleId": finding.code, "ruleIndex": index[finding.code],
             "level": LEVELS[finding.gravity], "message": {"text": finding.message},
-            "locations": [location],
-            "partialFingerprints": {FINGERPRINT: f"{digest[:32]}:{seen[key]}"},
-        })
+            "locations": [_location(finding, base)],
+            "partialFingerprints": {FINGERPRINT: fingerprint},
+        }
+        if fingerprint in accepted:
+            # `external`: the decision lives in a baseline file, not in the skill's source.
+            result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                       "justification": accepted[fingerprint]}]
+        results.append(result)
     return {
         "$schema": SCHEMA, "version": VERSION,
         "runs": [{
@@ -68,6 +69,21 @@ def log(findings: Iterable[FileFinding], *, base: Path, version: str) -> dict[st
             "results": results,
         }],
     }
+
+
+def fingerprints(findings: Sequence[FileFinding], *, base: Path) -> list[str]:
+    """Each finding's stable fingerprint, in order: what SARIF consumers and baselines match on."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    prints = []
+    for finding in findings:
+        uri = _location(finding, base)["physicalLocation"]["artifactLocation"]["uri"]
+        # Stable across runs: the line is left out (it moves when lines are added above) and
+        # so are numbers in the message (columns, lengths); equal ones count in file order.
+        key = (finding.code, uri, _NUMBERS.sub("#", finding.message))
+        seen[key] += 1
+        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()
+        prints.append(f"{digest[:32]}:{seen[key]}")
+    return prints
 
 
 def _rule(code: str, gravity: Gravity) -> dict[str, Any]:
