@@ -629,10 +629,14 @@ class Approval:
     path: Path  # the SKILL.md
     findings: tuple[Finding, ...]  # the risk findings that were approved with it
     new: bool  # False when this content had been approved before
+    files: tuple[ManifestFile, ...] = ()  # what was approved: hashed again on disk, unchanged
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "digest": self.digest, "path": str(self.path),
-                "findings": [f.as_dict() for f in self.findings], "new": self.new}
+                "findings": [f.as_dict() for f in self.findings], "new": self.new,
+                "files": [{"path": f.rel_path, "sha256": f.sha256, "size": f.size,
+                           "executable": None if f.mode is None else bool(f.mode & 0o111)}
+                          for f in self.files]}
 
 
 @dataclass(frozen=True, slots=True)

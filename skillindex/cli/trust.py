@@ -77,10 +77,15 @@ def risks(ctx: click.Context, code: str | None, output: str, as_json: bool) -> N
 def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> None:
     """Approve skill NAME as its files are now, so risk_policy = quarantine serves it.
 
-    The approval is bound to the skill's content (a digest of every file's path, sha256 and
-    execute bits, hidden files included) and to its risk findings: any change to the skill,
-    or a finding the approval did not see, revokes it, and the skill is quarantined again
-    until approved anew. Review the findings first (`skillindex explain NAME`).
+    Every indexed file is hashed again on disk first: when what you could review there is not
+    what the index holds (a file changed, missing or added since the reindex), or the skill
+    holds what no digest can bind (a link out of it, a name that is not UTF-8, a FIFO), the
+    approval is refused (exit 4): reindex, review, then trust. The approval is bound to the
+    skill's content (a digest of every file's path, sha256 and execute bits, hidden files
+    included) and to its risk findings: any change to the skill, or a finding the approval
+    did not see, revokes it, and the skill is quarantined again until approved anew. Review
+    the findings first (`skillindex explain NAME`). It prints the digest and the files it
+    approved.
 
     \b
     Examples:
@@ -94,8 +99,12 @@ def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> Non
         print_json(approval.as_dict())
         return
     again = "" if approval.new else " (this content was approved before)"
-    echo(f"trusted {approval.name} as it is now, content {approval.digest[:16]}{again}; "
+    echo(f"trusted {approval.name} as it is now, content {approval.digest}{again}; "
                f"{count(len(approval.findings), 'risk finding')} approved with it")
+    table(["file", "sha256", "exec"],
+          [[item.rel_path, item.sha256 or "(over the size limit: by its stat)",
+            "-" if item.mode is None else ("x" if item.mode & 0o111 else "")]
+           for item in approval.files])
 
 
 @cli.command()

@@ -37,6 +37,10 @@ _KINDS = {"references": ResourceKind.REFERENCE, "scripts": ResourceKind.SCRIPT,
 # change with every fetch, its sample hooks are executables), skipped as the lock file skips it.
 # Every other entry, hidden or not, is listed, hashed, judged and bound by an approval.
 NOT_OF_THE_SKILL = ".git"
+# The walk's findings for what a skill holds but its manifest leaves out (a link out of it, a
+# name that is not UTF-8, a FIFO or device, what could not be read, what lies too deep): no
+# hash binds them, so an approval is refused while one is there and revoked when one appears.
+LEFT_OUT = ("name-not-utf8", "special-file", "symlink-escape", "too-many-files", "unreadable")
 
 
 # The stored manifest of a changed skill, fetched only for skills that changed.
@@ -443,8 +447,14 @@ def skill_files(real_dir: Path, limits: Limits) -> set[str]:
 
     Raises OSError when the directory cannot be listed.
     """
+    return skill_listing(real_dir, limits)[0]
+
+
+def skill_listing(real_dir: Path, limits: Limits) -> tuple[set[str], list[Finding]]:
+    """`skill_files`, and the findings of what the listing left out of the manifest now
+    (codes in LEFT_OUT): what no manifest digest can bind."""
     listing = _list_skill(str(real_dir), sorted_entries(str(real_dir)), limits)
     files = {rel for rel, _path, _stat in listing.files}
     if listing.entry_stat is not None:
         files.add(ENTRY)
-    return files
+    return files, [f for f in listing.findings if f.code in LEFT_OUT]

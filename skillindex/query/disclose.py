@@ -26,13 +26,14 @@ from skillindex.errors import (
     describe,
 )
 from skillindex.index import hashing, skillmd
-from skillindex.index.skilldir import ENTRY, realpath, skill_files
+from skillindex.index.skilldir import ENTRY, realpath, skill_listing
 from skillindex.model import (
     AuditRecord,
     Candidate,
     Disclosure,
     Drift,
     DriftItem,
+    Finding,
     Level,
     Limits,
     ManifestFile,
@@ -505,6 +506,13 @@ def verify(candidates: Sequence[Candidate],
 
 def _skill_drift(candidate: Candidate, name: str, manifest: Sequence[ManifestFile],
                  limits: Limits) -> list[DriftItem]:
+    return on_disk(candidate, name, manifest, limits)[0]
+
+
+def on_disk(candidate: Candidate, name: str, manifest: Sequence[ManifestFile],
+            limits: Limits) -> tuple[list[DriftItem], list[Finding]]:
+    """One skill's drift from its manifest, every file hashed again, and what its directory
+    now holds that a manifest leaves out (skilldir.LEFT_OUT)."""
     drift = []
     for entry in manifest:
         problem = _drift(candidate.real_path, entry, skill=name)
@@ -512,13 +520,14 @@ def _skill_drift(candidate: Candidate, name: str, manifest: Sequence[ManifestFil
             drift.append(DriftItem(name, entry.rel_path, problem,
                                    candidate.directory / entry.rel_path))
     try:
-        present = skill_files(candidate.real_path, limits)
+        present, left_out = skill_listing(candidate.real_path, limits)
     except OSError:
-        return drift  # the directory is gone or unreadable: its files are already missing
+        # The directory is gone or unreadable: its files are already missing.
+        return drift, []
     known = {entry.rel_path for entry in manifest}
     drift.extend(DriftItem(name, rel, Drift.UNEXPECTED, candidate.directory / rel)
                  for rel in sorted(present - known))
-    return drift
+    return drift, left_out
 
 
 def _drift(real_dir: Path, entry: ManifestFile, *, skill: str) -> Drift | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from skillindex.errors import StoreError
 from skillindex.index import risk
+from skillindex.index.skilldir import LEFT_OUT
 from skillindex.model import (
     AuditListing,
     AuditRecord,
@@ -117,9 +118,10 @@ class Library:
             if not findings:
                 return None
             manifests = queries.manifest_files(session, list(findings))
+            left_out = queries.risk_findings(session, list(findings), LEFT_OUT)
             approved = queries.approvals(session, here.index_name,
                                          [w.name for w in winners if w.candidate.id in findings])
-        return Risky(findings, manifests, approved)
+        return Risky(findings, manifests, approved, left_out)
 
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self.session() as session:

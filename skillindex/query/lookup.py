@@ -32,11 +32,13 @@ Found = tuple[int, Winner, ManifestFile | None]
 @dataclass(frozen=True, slots=True)
 class Risky:
     """What quarantine is decided by, for the winners whose root quarantines: their risk
-    findings, the manifests of those with findings, the approved digests of their names."""
+    findings, the manifests of those with findings, the approved digests of their names, and
+    what those skills hold that their manifests leave out (bound by the digest as findings)."""
 
     findings: Mapping[int, Sequence[Finding]]  # by candidate id; only the candidates with some
     manifests: Mapping[int, Sequence[ManifestFile]]
     approved: Mapping[str, frozenset[str]]
+    left_out: Mapping[int, Sequence[Finding]]
 
 
 class Store(Protocol):
@@ -213,7 +215,8 @@ def withheld(store: Store, here: Here, resolution: Resolution) -> Resolution:
     risky = store.risky(here, quarantining)
     if risky is None:
         return resolution
-    digests = {cid: trust.manifest_digest(risky.manifests.get(cid, ()), found)
+    digests = {cid: trust.manifest_digest(risky.manifests.get(cid, ()),
+                                          [*found, *risky.left_out.get(cid, ())])
                for cid, found in risky.findings.items()}
     return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky.findings,
                                                   digests, risky.approved))

@@ -21,7 +21,9 @@ def manifest_digest(files: Sequence[ManifestFile],
     so a rewrite of the same size still changes the digest. A mode the store does not know yet
     (a row from before modes were kept) is written `?`, so it can never match one it knows.
     Rules that find something new in the same bytes change the findings, so they revoke the
-    approval too.
+    approval too. The findings given include those of what the manifest leaves out
+    (skilldir.LEFT_OUT: a link out of the skill, a name that is not UTF-8, a FIFO): `trust`
+    refuses while one is there, so one appearing later revokes the approval.
     """
     digest = hashlib.sha256()
     for item in sorted(files, key=lambda f: f.rel_path):
