@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import tomllib
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from skillindex import inputs
 from skillindex.errors import ConfigError
 from skillindex.model import Limits, RiskPolicy, Scope, Validation
 
@@ -33,6 +33,9 @@ INTEGER_RANGES = {
     "catalog_entry_chars": (16, 1 << 20),
 }
 MIB = 1 << 20
+# The settings whose strings are globs on skill names (compiled by inputs.compile_glob).
+GLOB_SETTINGS = frozenset({"ignored_skills", "include_skills", "pinned", "names_only",
+                           "manual_only"})
 # `[serve]`: the limits of `serve --http` per principal (0 in the file is no limit).
 SERVE_RANGES: dict[str, tuple[float, float]] = {
     "requests_per_second": (0.0, 1e6), "bytes_per_minute": (0, 2**63 - 1)}
@@ -291,18 +294,13 @@ def load_settings(explicit: str | Path | None, env: Environment) -> Settings:
     if path is None:
         return Settings()
     try:
-        raw = path.read_bytes()
+        document = inputs.read_document(path, "toml", max_bytes=inputs.MAX_SETTINGS_BYTES,
+                                        what="settings file")
     except FileNotFoundError:
         if required:
             raise ConfigError("settings file not found", source=str(path)) from None
         return Settings()
-    except OSError as exc:
-        raise ConfigError(f"cannot read settings: {exc.strerror}", source=str(path)) from exc
-    try:
-        document = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"invalid TOML: {exc}", source=str(path)) from exc
-    return replace(parse_settings(document, source=str(path)), source=path)
+    return replace(parse_settings(document.data, source=str(path)), source=path)
 
 
 def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -> Settings:
@@ -429,6 +427,9 @@ def _convert(name: str, value: Any, default: Any, source: str, label: str) -> An
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{label} must be a list of strings", source=source, key=name)
+        if name in GLOB_SETTINGS:
+            for pattern in value:
+                inputs.check_glob(pattern, source=source, key=label)
         return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(f"{label} must be a string", source=source, key=name)

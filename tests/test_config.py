@@ -123,7 +123,7 @@ def test_bad_serve_limits_name_the_key(document: dict[str, object], message: str
 def test_invalid_toml_is_a_config_error(tmp_path: Path, env: Environment) -> None:
     path = tmp_path / "bad.toml"
     path.write_text("[skills\n")
-    with pytest.raises(ConfigError, match="invalid TOML"):
+    with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(path, env)
 
 

@@ -107,7 +107,7 @@ def test_a_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("not json", "not JSON"),
+    ("not json", "not valid JSON"),
     ('{"version": 2, "tokens": []}', 'must be {"version": 1'),
     ('{"version": 1, "tokens": [{"principal": "a"}]}', "token 1 of the file needs"),
     ('{"version": 1, "tokens": [{"principal": "a", "id": "1", "sha256": "plain", '

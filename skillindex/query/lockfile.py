@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillindex import inputs
 from skillindex.errors import ConfigError, FileReadError
 from skillindex.text import is_text, shown_name
 
@@ -229,9 +230,10 @@ def parse(text: str, *, source: str) -> dict[str, LockEntry]:
     try:
         # Entries become LockEntry values as they are decoded, not dictionaries first: a lock
         # of 100,000 skills is held once.
-        document = json.loads(text, object_hook=_entry_of)
-    except ValueError as exc:
-        raise ConfigError(f"not a lock file: {exc}", source=source) from exc
+        document = inputs.load_json(text, what="lock file", source=source,
+                                    object_hook=_entry_of)
+    except inputs.InputError as exc:
+        raise ConfigError(f"not a lock file: {exc.reason}", source=source) from exc
     if not isinstance(document, dict) or not isinstance(document.get("skills"), dict):
         raise ConfigError('not a lock file: no "skills" object', source=source)
     version = document.get("version")
@@ -310,7 +312,8 @@ def entry_for(skill_dir: Path, *, cwd: Path, previous: LockEntry | None,
 def read(path: Path) -> dict[str, LockEntry]:
     """The entries of the lock file at `path`; a missing or broken file is a ConfigError."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the lock file: {exc}", source=str(path)) from exc
+        text, _ = inputs.read_text(path, max_bytes=inputs.MAX_LOCK_BYTES, what="lock file")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"cannot read the lock file: {exc.strerror}",
+                          source=str(path)) from exc
     return parse(text, source=str(path))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import NamedTuple
 
 from skillindex.config import CatalogModes
+from skillindex.inputs import first_match
 from skillindex.model import Listing, has_text
 from skillindex.query.resolve import Winner
 
@@ -48,7 +48,7 @@ def mode_for(name: str, declared: str | None, model_invocation: bool,
     for mode, key, globs in ((Mode.MANUAL_ONLY, "manual_only", modes.manual_only),
                              (Mode.PINNED, "pinned", modes.pinned),
                              (Mode.NAMES_ONLY, "names_only", modes.names_only)):
-        glob = next((g for g in globs if any(fnmatchcase(n, g) for n in names)), None)
+        glob = first_match(globs, names)
         if glob is not None:
             return CatalogMode(mode, f"name matches [skills.catalog] {key} pattern {glob!r}")
     return _LISTED

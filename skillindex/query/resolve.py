@@ -7,10 +7,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from skillindex.config import COLLISION_POLICIES, Settings
+from skillindex.inputs import first_match
 from skillindex.model import Candidate, RootSpec, Severity
 from skillindex.providers import ORDERED_PROVIDERS
 
@@ -268,10 +268,10 @@ def screen(name: str, enabled: bool, spec: RootSpec | None,
         return Outcome.FILTERED, "skills are switched off ([skills] enabled = false)"
     if spec is not None and spec.disabled_by is not None:
         return Outcome.FILTERED, f"source switched off ({spec.disabled_by})"
-    ignored = next((p for p in rules.ignored if fnmatchcase(name, p)), None)
+    ignored = first_match(rules.ignored, (name,))
     if ignored is not None:
         return Outcome.FILTERED, f"name matches ignored_skills pattern {ignored!r}"
-    if rules.included and not any(fnmatchcase(name, p) for p in rules.included):
+    if rules.included and first_match(rules.included, (name,)) is None:
         patterns = ", ".join(repr(p) for p in rules.included)
         return Outcome.FILTERED, f"name matches no include_skills pattern ({patterns})"
     if not enabled:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from skillindex import inputs
 from skillindex.errors import ConfigError, NotFoundError
 
 VERSION = 1
@@ -103,18 +104,23 @@ def _check_mode(path: Path, info: os.stat_result) -> None:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
-    except OSError as exc:
+        return inputs.read_bytes(path, max_bytes=inputs.MAX_TOKEN_FILE_BYTES, what="token file")
+    except FileNotFoundError as exc:
         raise ConfigError(f"cannot read the token file: {exc.strerror}",
                           source=str(path)) from exc
 
 
 def _parse(path: Path, data: bytes) -> list[TokenEntry]:
     source = str(path)
+    if len(data) > inputs.MAX_TOKEN_FILE_BYTES:
+        raise ConfigError(f"the token file is larger than {inputs.MAX_TOKEN_FILE_BYTES:,} "
+                          "bytes", source=source)
     try:
-        document = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"the token file is not JSON: {exc}", source=source) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("the token file is not JSON: it is not UTF-8 text",
+                          source=source) from None
+    document = inputs.load_json(text, what="token file", source=source, finite=True)
     if not isinstance(document, dict) or document.get("version") != VERSION or not isinstance(
             document.get("tokens"), list):
         raise ConfigError(f'the token file must be {{"version": {VERSION}, "tokens": [...]}}',
@@ -194,7 +200,7 @@ def _locked(path: Path, *, create: bool = True) -> Iterator[list[TokenEntry]]:
                 continue  # another writer renamed a new file over this one meanwhile
             _check_mode(path, info)
             with os.fdopen(os.dup(handle), "rb") as stream:
-                data = stream.read()
+                data = stream.read(inputs.MAX_TOKEN_FILE_BYTES + 1)
             entries = _parse(path, data) if data else []
             yield entries
             _replace(path, {"version": VERSION, "tokens": [e.as_dict() for e in entries]})
