@@ -128,3 +128,39 @@ def _why(path: Path, exc: sqlite3.Error) -> str:
     if not os.access(path, os.W_OK):
         return "the file is not writable"
     return str(exc)
+
+
+
+def copy(source: str, target: str, *, timeout: float) -> None:
+    """A consistent copy of the SQLite index `source` in the new file `target`; the source is
+    never written, not even checkpointed, and keeps no file beside it that it did not have."""
+    before = _at_rest(source)
+    if before is not None:
+        # No write-ahead log: no connection is open on it, so it is read as immutable (which
+        # makes no -wal or -shm file); a writer that came meanwhile changed the file or left a
+        # log, and then the copy is made again the way a reader shares the file.
+        _backup(_uri(source, IMMUTABLE), target, timeout)
+        if _at_rest(source) == before:
+            return
+        os.unlink(target)
+    _backup(_uri(source, READ_ONLY), target, timeout)
+
+
+def _at_rest(path: str) -> tuple[int, int, int, int] | None:
+    """The file's identity and change time when it has no write-ahead log beside it, else None."""
+    if os.path.lexists(f"{path}-wal"):
+        return None
+    state = os.stat(path)
+    return state.st_ino, state.st_dev, state.st_size, state.st_mtime_ns
+
+
+def _backup(uri: str, target: str, timeout: float) -> None:
+    reader = sqlite3.connect(uri, uri=True, timeout=timeout)
+    try:
+        writer = sqlite3.connect(target)
+        try:
+            reader.backup(writer)
+        finally:
+            writer.close()
+    finally:
+        reader.close()
