@@ -170,6 +170,25 @@ CODES: dict[str, Code] = {
         "beside a skill named like the plugin (`kit`), or collision_policy keep-all keeps "
         "several skills of one name. Every surface refuses the URIs they share and MCP serves "
         "neither skill: rename the skill, or choose another collision policy."),
+    # Trigger evals (`skillindex eval`)
+    "eval-miss": Code(
+        "A request meant for the skill chose others",
+        "A should-trigger query of the skill's trigger evals did not rank it among the skills "
+        "the host offers; the message names the skills ranked above it. Say in the description "
+        "the words such requests use, and what sets the skill apart from those skills."),
+    "eval-false-trigger": Code(
+        "A request not meant for the skill chose it",
+        "A should-not-trigger query ranked the skill among those the host offers. Narrow the "
+        "description: say what the skill is not for, or drop the words it shares with that "
+        "request."),
+    "eval-not-run": Code(
+        "The skill's trigger evals could not run",
+        "The skill is not in the catalog it was indexed into (rejected, or withheld by "
+        "risk_policy): `skillindex check` on its folder says why."),
+    "description-overlap": Code(
+        "Two skills' descriptions ask for the same requests",
+        "The descriptions share so much of their wording that the requests meant for one "
+        "would choose the other as readily: say in each what sets it apart."),
     # The barrier around each skill
     "internal-error": Code(
         "The skill could not be judged",

@@ -317,6 +317,11 @@ def _name_line(data: bytes | None) -> int | None:
     return None if at < 0 or at > end else data.count(b"\n", 0, at) + 2
 
 
+def field_line(data: bytes | None, key: str) -> int | None:
+    """The line of SKILL.md (its bytes) the top-level frontmatter field `key` starts on."""
+    return _FieldLines(data).lines().get(key)
+
+
 class _FieldLines:
     """The line of SKILL.md each top-level frontmatter field starts on, found when first asked."""
 
