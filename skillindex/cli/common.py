@@ -227,7 +227,8 @@ class _Group(click.Group):
 # (or help lists it), so `skillindex list` loads neither the lock code nor the server's.
 COMMAND_MODULES = {
     "audit": "disclose", "candidates": "index", "catalog": "catalog", "check": "check",
-    "command": "disclose", "context": "index", "db": "db", "explain": "index", "hosts": "hosts",
+    "command": "disclose", "context": "index", "db": "db", "eval": "evals", "explain": "index",
+    "hosts": "hosts",
     "list": "index", "lock": "trust",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",

@@ -290,6 +290,7 @@ CHARS = Integer(0, INT64_MAX)
 # model comes near, whose budget any integer holds exactly.
 TOKENS = Integer(1, 2**53)
 JOBS = Integer(1, 256)
+SHARE = Number(0.0, 1.0)  # a recall or a rate
 MILLISECONDS = Integer(10, 3_600_000)  # up to an hour
 TIME = Time()
 WINDOW = Window()

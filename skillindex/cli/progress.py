@@ -18,9 +18,11 @@ class Progress:
     redraw, so it stops one column short; with a total it shows the rate and the time left.
     """
 
-    def __init__(self, stream: TextIO | None = None, verb: str = "indexing") -> None:
+    def __init__(self, stream: TextIO | None = None, verb: str = "indexing",
+                 noun: str = "skills") -> None:
         self.stream = stream
         self.verb = verb
+        self.noun = noun
         self.started: float | None = None  # the first skill, not start-up, starts the clock
         self.last = 0.0
         self.width = 0
@@ -39,11 +41,11 @@ class Progress:
         rate = done / elapsed if elapsed > 0 else 0.0
         head = f"{self.verb} {done}"
         if expected and done <= expected:
-            head += f"/{expected} skills ({done * 100 // expected}%)"
+            head += f"/{expected} {self.noun} ({done * 100 // expected}%)"
             if rate > 0:
                 head += f", {rate:,.0f}/s, {_duration((expected - done) / rate)} left"
         else:
-            head += " skills" + (f", {rate:,.0f}/s" if rate > 0 else "")
+            head += f" {self.noun}" + (f", {rate:,.0f}/s" if rate > 0 else "")
         where = escape.terminal(root)
         room = columns - len(head) - 2
         if room >= 8:
