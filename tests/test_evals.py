@@ -211,9 +211,10 @@ def test_queries_outside_the_folder_and_errors_in_one_line(world: Path, tmp_path
     ("[]", "holds no query"),
     ('[{"query": "", "should_trigger": true}]', "query 1 must be"),
     ('[{"query": "a", "should_trigger": "yes"}]', "query 1 must be"),
-    ("[" * 100_000, "not JSON"),
-    ("\xff", "not JSON"),
-], ids=["empty", "empty-query", "not-bool", "deep", "not-utf8"])
+    ("[" * 100_000, "nests deeper"),
+    ("\xff", "not UTF-8"),
+    ("[1, 2", "not valid JSON"),
+], ids=["empty", "empty-query", "not-bool", "deep", "not-utf8", "not-json"])
 def test_eval_files_are_judged(tmp_path: Path, text: str, why: str) -> None:
     path = tmp_path / "eval_queries.json"
     path.write_bytes(text.encode("latin-1"))

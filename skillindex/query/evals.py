@@ -3,20 +3,18 @@ made of each of them, scored per skill (recall, false triggers, the skills that 
 
 from __future__ import annotations
 
-import json
-import os
-import stat
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillindex import inputs
 from skillindex.errors import ConfigError
 from skillindex.model import FileFinding, Gravity
 
 # Where a skill keeps its trigger evals, as the Agent Skills guidance names the file.
 EVAL_FILES = ("eval_queries.json", "evals/eval_queries.json")
-MAX_EVAL_BYTES = 1 << 20  # some twenty queries are meant; a megabyte is thousands
+MAX_EVAL_BYTES = inputs.MIB  # some twenty queries are meant; a megabyte is thousands
 MAX_QUERIES = 1_000
 MAX_QUERY_CHARS = 2_000
 # The host sees the ten best matches: `search_skills` gives ten unless the model asks otherwise.
@@ -52,11 +50,11 @@ def read_queries(path: Path) -> tuple[EvalQuery, ...]:
     Raises ConfigError naming the file when it is not a regular file, too large, not such an
     array, or holds no query.
     """
-    raw = _read_bounded(path)
     try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"not JSON: {str(exc).splitlines()[0]}", source=str(path)) from None
+        document = inputs.read_document(path, "json", max_bytes=MAX_EVAL_BYTES,
+                                        what="trigger evals file").data
+    except FileNotFoundError:
+        raise ConfigError("no such file", source=str(path)) from None
     if not isinstance(document, list):
         raise ConfigError('must be a JSON array of {"query": ..., "should_trigger": ...}',
                           source=str(path))
@@ -77,21 +75,6 @@ def read_queries(path: Path) -> tuple[EvalQuery, ...]:
                               source=str(path))
         queries.append(EvalQuery(query, should))
     return tuple(queries)
-
-
-def _read_bounded(path: Path) -> bytes:
-    # Not followed when a link: an eval file is the folder's own, as the skill's files are.
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror}", source=str(path)) from None
-    with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise ConfigError("is not a regular file", source=str(path))
-        data = file.read(MAX_EVAL_BYTES + 1)
-    if len(data) > MAX_EVAL_BYTES:
-        raise ConfigError(f"is over {MAX_EVAL_BYTES} bytes", source=str(path))
-    return data
 
 
 @dataclass(frozen=True, slots=True)
