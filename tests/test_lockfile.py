@@ -345,3 +345,46 @@ def test_the_lock_text_is_what_json_dumps_writes(raw: dict[str, tuple[str, str, 
     expected = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     assert lockfile.render(entries) == expected
     assert "".join(lockfile.chunks(entries, per_chunk=2)) == expected  # as the CLI writes it
+
+
+def test_a_dangling_lock_file_link_out_of_the_repository_is_refused(tmp_path: Path) -> None:
+    # The repository ships skills-lock.json as a link to the user's shell profile, which does
+    # not exist yet, and a skill whose name is a command substitution.
+    world = make_world(tmp_path)
+    write_skill(world.cwd / ".claude" / "skills", "pdf")
+    write_skill(world.cwd / ".claude" / "skills", "pwn",
+                frontmatter='name: "$(touch PWNED)"\ndescription: x\n')
+    profile = world.home / ".bash_profile"
+    link = world.cwd / "skills-lock.json"
+    link.symlink_to(os.path.relpath(profile, world.cwd))
+    assert world.run("reindex").exit_code == 0
+    before = sorted(tmp_path.rglob("*"))
+    for args in (("lock",), ("lock", "--output", str(link)), ("--json", "lock")):
+        result = world.run(*args)
+        assert result.exit_code == 4, result.output
+        assert "dangling symbolic link" in result.stderr and "Traceback" not in result.output
+        assert not profile.exists() and link.is_symlink()
+        assert sorted(tmp_path.rglob("*")) == before
+
+
+OLD_LOCK = '{\n  "version": 1,\n  "skills": {}\n}\n'
+
+
+def test_a_lock_file_link_is_written_through_only_when_named(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    write_skill(world.cwd / ".claude" / "skills", "pdf")
+    kept = world.repo / "locks" / "skills.json"
+    kept.parent.mkdir()
+    kept.write_text(OLD_LOCK, encoding="utf-8")
+    kept.chmod(0o640)
+    link = world.cwd / "skills-lock.json"
+    link.symlink_to(kept)
+    assert world.run("reindex").exit_code == 0
+    refused = world.run("lock")
+    assert refused.exit_code == 4 and "symbolic link" in refused.stderr
+    assert kept.read_text(encoding="utf-8") == OLD_LOCK
+    written = world.run("--json", "lock", "--output", str(link))
+    assert written.exit_code == 0, written.output
+    assert json.loads(written.stdout)["path"] == str(kept.resolve())
+    assert link.is_symlink() and list(json.loads(kept.read_text())["skills"]) == ["pdf"]
+    assert kept.stat().st_mode & 0o777 == 0o640

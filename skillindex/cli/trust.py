@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from skillindex import fsio
 from skillindex.cli import params
 from skillindex.cli.common import (
     cli,
@@ -20,7 +21,7 @@ from skillindex.cli.common import (
     print_json,
     table,
 )
-from skillindex.errors import EXIT_ERROR, ConfigError
+from skillindex.errors import EXIT_ERROR
 from skillindex.index.risk import CODES
 from skillindex.query import lockfile
 
@@ -126,20 +127,20 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        target = None if output == "-" else Path(output or index.env.cwd / lockfile.FILE_NAME)
-        previous = lockfile.read(target) if target is not None and target.exists() else {}
+        given = None if output == "-" else Path(output or index.env.cwd / lockfile.FILE_NAME)
+        # Checked before anything is read or hashed: a link the repository planted at the
+        # default path is refused, not read from and not written through.
+        real = None if given is None else fsio.target(
+            given, what="the lock file", named=output is not None, within=index.env.cwd)
+        previous = lockfile.read(real) if real is not None and real.exists() else {}
         entries = index.lock(previous)
-    if target is None:
+    if given is None:
         for chunk in lockfile.chunks(entries):
             click.echo(chunk, nl=False)
         _unhashed(ctx, entries.unhashed)
         return
-    try:
-        with target.open("w", encoding="utf-8") as handle:
-            handle.writelines(lockfile.chunks(entries))
-    except OSError as exc:
-        raise ConfigError(f"cannot write the lock file: {exc.strerror}", source=str(target)) \
-            from exc
+    target = fsio.write(given, lockfile.chunks(entries), what="the lock file",
+                        named=output is not None, within=index.env.cwd, private=False)
     if options.json:
         print_json({"path": str(target), "skills": {k: v.as_json() for k, v in entries.items()},
                     "unhashed": [item.as_dict() for item in entries.unhashed]})
