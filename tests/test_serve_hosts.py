@@ -298,18 +298,56 @@ def test_another_file_of_the_host_format(project: Path, tmp_path: Path) -> None:
     assert not (project / ".gemini").exists()
 
 
-def test_a_symlinked_file_is_written_through_with_its_mode(project: Path) -> None:
+def test_a_symlinked_file_is_written_through_with_its_mode_only_when_named(
+        project: Path) -> None:
     dotfiles = project / "dotfiles" / "config.toml"
     dotfiles.parent.mkdir()
     dotfiles.write_text(CODEX, encoding="utf-8")
-    dotfiles.chmod(0o600)
+    dotfiles.chmod(0o640)
     (project / "codex-home").mkdir()
     link = project / "codex-home" / "config.toml"
     link.symlink_to(dotfiles)
-    assert run("hosts", "codex", "--write").exit_code == 0
+    refused = run("hosts", "codex", "--write")
+    assert refused.exit_code == 4 and "symbolic link" in refused.output
+    assert dotfiles.read_text(encoding="utf-8") == CODEX
+    written = run("hosts", "codex", "--write", "--file", str(link))
+    assert written.exit_code == 0 and str(dotfiles) in written.output
     assert link.is_symlink()
     assert "skillindex" in tomllib.loads(dotfiles.read_text(encoding="utf-8"))["mcp_servers"]
-    assert stat.S_IMODE(dotfiles.stat().st_mode) == 0o600
+    assert stat.S_IMODE(dotfiles.stat().st_mode) == 0o640
+
+
+def test_a_project_file_linked_to_the_users_settings_is_refused(project: Path) -> None:
+    home = project / "home"
+    home.mkdir()
+    user = home / ".claude.json"
+    user.write_text('{"mcpServers": {}}\n', encoding="utf-8")
+    before = user.read_bytes()
+    (project / ".mcp.json").symlink_to(user)
+    result = run("hosts", "claude", "--write")
+    assert result.exit_code == 4 and "symbolic link" in result.output
+    assert user.read_bytes() == before and (project / ".mcp.json").is_symlink()
+
+
+@pytest.mark.parametrize("key", HOSTS)
+def test_a_dangling_link_at_the_host_file_is_refused(project: Path, key: str) -> None:
+    path = host_file(key, project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aimed = project / "elsewhere" / "planted.json"
+    path.symlink_to(aimed)
+    for args in (("hosts", key, "--write"), ("hosts", key, "--write", "--file", str(path))):
+        result = run(*args)
+        assert result.exit_code == 4 and "dangling" in result.output
+        assert not aimed.parent.exists() and path.is_symlink()
+
+
+def test_a_linked_directory_leading_out_of_the_project_is_refused(
+        project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (project / ".vscode").symlink_to(outside)
+    result = run("hosts", "vscode", "--write")
+    assert result.exit_code == 4 and "outside" in result.output
+    assert list(outside.iterdir()) == []
 
 
 def test_crlf_files_keep_their_line_endings(project: Path) -> None:

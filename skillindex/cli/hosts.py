@@ -57,7 +57,8 @@ def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,
         return
     chosen = formats.HOSTS[host]
     path = Path(file).expanduser().absolute() if file else chosen.path(env)
-    written = formats.write(chosen, path, server) if write else None
+    written = formats.write(chosen, path, server, named=file is not None,
+                            within=None if file else chosen.base(env)) if write else None
     found = formats.state(chosen, path, server)
     if options.json:
         print_json({**found.as_dict(), "format": "toml" if chosen.toml else "json",
@@ -65,9 +66,10 @@ def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,
                     "command": server.argv, "text": formats.snippet(chosen, server),
                     "claude_command": formats.claude_command(server)
                     if chosen.key == "claude" else None,
-                    "action": written.action if written else None})
+                    "action": written.action if written else None,
+                    "written": str(written.path) if written else None})
     elif written is not None:
-        name = formats.SERVER_NAME
+        name, path = formats.SERVER_NAME, written.path
         echo({"created": f"{chosen.title}: wrote {path}",
               "added": f"{chosen.title}: added {name} to {path}",
               "updated": f"{chosen.title}: updated the {name} entry of {path}",

@@ -11,7 +11,6 @@ import re
 import shlex
 import sys
 import sysconfig
-import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from skillindex import fsio
 from skillindex import text as escape
 from skillindex.config import Environment, database_url
 from skillindex.errors import ConfigError, RefusedError
@@ -43,10 +43,14 @@ class Host:
     def toml(self) -> bool:
         return self.file.endswith(".toml")
 
-    def path(self, env: Environment) -> Path:
+    def base(self, env: Environment) -> Path:
+        """The directory the host's file belongs to: the Codex home, else the project."""
         if self.key == "codex":
-            return (env.codex_home or env.home / ".codex") / self.file
-        return env.cwd / self.file
+            return env.codex_home or env.home / ".codex"
+        return env.cwd
+
+    def path(self, env: Environment) -> Path:
+        return self.base(env) / self.file
 
 
 HOSTS = {host.key: host for host in (
@@ -225,12 +229,21 @@ def state(host: Host, path: Path, server: ServerCommand) -> HostState:
     return HostState(host, path, Status.DIFFERENT, _describe(current))
 
 
-def write(host: Host, path: Path, server: ServerCommand) -> Written:
+def write(host: Host, path: Path, server: ServerCommand, *, named: bool,
+          within: Path | None) -> Written:
     """Add the entry to the host's file, or bring an entry of that name up to date, keeping
-    every other server, key and (in TOML) comment; a file already right is not touched."""
+    every other server, key and (in TOML) comment; a file already right is not touched.
+
+    `named` and `within` are `fsio.target`'s: a link at a path the user did not name (a
+    repository's `.mcp.json` leading to the user's own settings) is refused before it is read."""
+    def replace(text: str) -> None:
+        fsio.write(path, text, what=f"the {host.title} file", named=named, within=within,
+                   private=False)
+
+    path = fsio.target(path, what=f"the {host.title} file", named=named, within=within)
     text = _read(path)
     if text is None or not text.strip():
-        _replace(path, snippet(host, server))
+        replace(snippet(host, server))
         return Written(path, "created")
     data, strict = _parse(host, path, text)
     servers = _servers(host, path, data)
@@ -247,7 +260,7 @@ def write(host: Host, path: Path, server: ServerCommand) -> Written:
         updated = _toml_merge(path, text, data, current, server)
     else:
         updated = _json_merge(host, text, data, server)
-    _replace(path, updated)
+    replace(updated)
     return Written(path, "added" if current is None else "updated")
 
 
@@ -450,33 +463,3 @@ def _toml_string(value: str) -> str:
         return f'"{value}"'
     return '"' + "".join(char if char.isprintable() and char not in '"\\'
                          else _toml_escape(char) for char in value) + '"'
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write the file whole or not at all: a temporary file beside it, renamed over it, with
-    the old file's permissions. A symlinked file (a dotfiles checkout) is written through."""
-    target = Path(os.path.realpath(path))
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = target.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                             suffix=".tmp")
-    except OSError as exc:
-        raise HostFileError(path, f"cannot write it: {exc.strerror}") from exc
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException as exc:
-        Path(temporary).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise HostFileError(path, f"cannot write it: {exc.strerror}") from exc
-        raise
