@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -177,7 +178,28 @@ def test_the_command_writes_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert summary["bytes"] == len(page.encode("utf-8"))
     assert f'data-figure="head">{summary["head"]}<' in page
     result = runner.invoke(cli, ["report", "--html", "out.html"])
-    assert result.output.startswith("wrote out.html")
+    assert result.output.startswith(f"wrote {tmp_path / 'out.html'} ")
+    assert stat.S_IMODE((tmp_path / "out.html").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("aim", ["file", "dangling"])
+def test_the_page_is_never_written_through_a_link(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   aim: str) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex", "-q"]).exit_code == 0
+    shared = tmp_path / "www" / "index.html"
+    shared.parent.mkdir()
+    if aim == "file":
+        shared.write_text("old", encoding="utf-8")
+        shared.chmod(0o644)
+    (tmp_path / "out.html").symlink_to(shared)
+    result = runner.invoke(cli, ["report", "--html", "out.html"])
+    assert result.exit_code == 4 and "symbolic link" in result.output
+    assert (shared.read_text(encoding="utf-8") == "old") if aim == "file" else \
+        not shared.exists()
 
 
 def test_many_never_used_names_are_folded_and_a_few_are_shown(

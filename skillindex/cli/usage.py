@@ -185,15 +185,18 @@ def report(ctx: click.Context, html_path: str, since: str | None, run_verify: bo
       skillindex report --html report.html
       skillindex report --html report.html --since 7d --verify
     """
-    from pathlib import Path  # noqa: PLC0415
-
+    from skillindex import fsio  # noqa: PLC0415
     from skillindex.query.reportpage import render  # noqa: PLC0415
 
     options = options_of(ctx, as_json)
     with options.open() as index:
+        # The page quotes the audit (principals, refused names): it is its owner's alone,
+        # and never written through a link, even at the path the user named.
+        fsio.target(html_path, what="the report", named=False, within=None)
         found = index.report(since=since, verify=run_verify)
     page = render(found).encode("utf-8")
-    Path(html_path).write_bytes(page)
+    html_path = str(fsio.write(html_path, page, what="the report", named=False, within=None,
+                               private=True))
     totals = found.usage.totals()
     summary = {"html": html_path, "bytes": len(page), "catalog_skills": found.usage.catalog_skills,
                "loads": totals["loads"], "never_loaded": totals["never_loaded"],
