@@ -57,4 +57,8 @@ def reference() -> str:
 
 
 if __name__ == "__main__":  # the documented way to rewrite the page
-    Path(sys.argv[1] if len(sys.argv) > 1 else "docs/commands.md").write_text(reference())
+    from skillindex import fsio
+
+    fsio.write(sys.argv[1] if len(sys.argv) > 1 else "docs/commands.md", reference(),
+               what="the command reference", named=len(sys.argv) > 1, within=Path.cwd(),
+               private=False)

@@ -10,14 +10,13 @@ import os
 import re
 import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from skillindex import inputs
+from skillindex import fsio, inputs
 from skillindex.errors import ConfigError, NotFoundError
 
 VERSION = 1
@@ -179,55 +178,36 @@ def listed(path: Path) -> tuple[TokenEntry, ...]:
 
 @contextlib.contextmanager
 def _locked(path: Path, *, create: bool = True) -> Iterator[list[TokenEntry]]:
-    """The file's entries, to change in place; written back whole (a temporary file renamed
-    over it, mode 0600) when the block ends, while an exclusive lock on the file keeps a
-    second writer from losing the first one's change."""
-    while True:
+    """The file's entries, to change in place; written back whole by `fsio.write` (mode 0600)
+    when the block ends, while an exclusive lock on the file's directory keeps a second
+    writer from losing the first one's change (the directory, because each write replaces
+    the file and with it any lock taken on the file)."""
+    try:
+        directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"cannot open the token file: {exc.strerror}",
+                          source=str(path)) from exc
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)
         try:
-            handle = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0) | os.O_NOFOLLOW,
-                             0o600)
+            handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError as exc:
+            if not create:
+                raise ConfigError(f"cannot open the token file: {exc.strerror}",
+                                  source=str(path)) from exc
+            data = b""
         except OSError as exc:
             raise ConfigError(f"cannot open the token file: {exc.strerror}",
                               source=str(path)) from exc
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            info = os.fstat(handle)
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                continue
-            if (current.st_ino, current.st_dev) != (info.st_ino, info.st_dev):
-                continue  # another writer renamed a new file over this one meanwhile
-            _check_mode(path, info)
-            with os.fdopen(os.dup(handle), "rb") as stream:
+        else:
+            with os.fdopen(handle, "rb") as stream:
+                _check_mode(path, os.fstat(stream.fileno()))
                 data = stream.read(inputs.MAX_TOKEN_FILE_BYTES + 1)
-            entries = _parse(path, data) if data else []
-            yield entries
-            _replace(path, {"version": VERSION, "tokens": [e.as_dict() for e in entries]})
-            return
-        finally:
-            os.close(handle)
-
-
-def _replace(path: Path, document: dict[str, Any]) -> None:
-    text = json.dumps(document, indent=2) + "\n"
-    try:
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                             suffix=".tmp")  # mode 0600
-    except OSError as exc:
-        raise ConfigError(f"cannot write the token file: {exc.strerror}",
-                          source=str(path)) from exc
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
+        entries = _parse(path, data) if data else []
+        yield entries
+        text = json.dumps({"version": VERSION, "tokens": [e.as_dict() for e in entries]},
+                          indent=2) + "\n"
+        # --tokens names the file, but a file of secrets is never written through a link.
+        fsio.write(path, text, what="the token file", named=False, within=None, private=True)
     finally:
         os.close(directory)
