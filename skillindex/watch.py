@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillindex.errors import SkillIndexError
+from skillindex.extras import hint
 from skillindex.index.skilldir import NOT_OF_THE_SKILL
 from skillindex.model import IndexReport
 
 if TYPE_CHECKING:
     from skillindex.api import SkillIndex
 
-INSTALL_HINT = "pip install 'skillindex[watch]'"
 AWAIT_CHECK_MS = 1000  # how often the watch of missing roots checks them by stats as well
 
 
@@ -49,7 +49,7 @@ def _watchfiles() -> Any:
         import watchfiles  # noqa: PLC0415
     except ImportError:
         raise WatchUnavailableError(
-            f"watch needs the watchfiles package: {INSTALL_HINT}") from None
+            f"watch needs the watch extra: {hint('watch')}") from None
     return watchfiles
 
 

@@ -132,3 +132,22 @@ def test_the_readme_is_short_and_has_the_two_set_up_commands() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert ".venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'" in ci
     assert ".venv/bin/pytest" in ci
+
+
+def test_no_page_installs_from_a_package_index_skillindex_is_not_on() -> None:
+    # `pip install 'skillindex[mcp]'` fails with "No matching distribution" (or installs a
+    # project of that name someone else registered).
+    wrong = re.compile(r"pip install (-U )?['\"]?skillindex(\[[^\]]*\])?['\"]?(?![-\w./]|\s*@)")
+    for page in PAGES:
+        code = "\n".join(FENCE.findall(page.read_text()))
+        if page.name == "commands.md":
+            code = page.read_text()
+        assert not wrong.search(code), f"{page.name}: {wrong.search(code)}"
+
+
+def test_the_wheel_the_docs_name_is_this_version() -> None:
+    import skillindex
+
+    for page in PAGES:
+        for version in re.findall(r"skillindex-([0-9][^-]*)-py3-none-any\.whl", page.read_text()):
+            assert version == skillindex.__version__, page.name

@@ -55,6 +55,17 @@ def test_the_wheel_is_named_by_the_one_version(wheel: Path) -> None:
     assert wheel.name.startswith(f"skillindex-{skillindex.__version__}-")
 
 
+def test_the_installed_wheel_names_itself_in_the_hint_for_a_missing_extra(
+        installed: Path, wheel: Path, tmp_path: Path) -> None:
+    # The fresh environment has no mcp: the hint adds it from the very wheel installed.
+    home = tmp_path / "home"
+    home.mkdir()
+    served = run(installed, home, "serve")
+    assert served.returncode == 1
+    assert served.stderr == ("skillindex: error: skillindex serve needs the mcp extra: "
+                             f"install it with: pip install '{wheel.resolve()}[mcp]'\n")
+
+
 def test_the_installed_wheel_indexes_catalogs_and_reads(installed: Path,
                                                         tmp_path: Path) -> None:
     home = tmp_path / "home"

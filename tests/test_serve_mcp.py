@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -482,18 +481,6 @@ def test_over_stdio_a_host_lists_reads_and_is_audited(tmp_path: Path,
                 for e in index.audit()]
     assert rows == [("SKILL.md", "ok", "mcp:stdio-host"), ("guide.md", "ok", "mcp:stdio-host"),
                     ("../outside", "refused", "mcp:stdio-host")]
-
-
-def test_without_the_extra_serve_says_how_to_install_it(tmp_path: Path) -> None:
-    # `None` in sys.modules makes `import mcp` fail as it does where the package is missing.
-    code = ("import sys; sys.modules['mcp'] = None; from skillindex.cli import main; "
-            "main(['serve'])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, check=False, timeout=60,
-                          env={**os.environ, "SKILLINDEX_DB": str(tmp_path / "db.sqlite")})
-    assert done.returncode == 1
-    assert done.stderr == ("skillindex: error: skillindex serve needs the mcp extra: "
-                           "pip install 'skillindex[mcp]'\n")
 
 
 @pytest.mark.parametrize(("value", "address"), [

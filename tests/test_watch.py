@@ -28,6 +28,7 @@ from click.testing import CliRunner
 from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import Environment, Settings
+from skillindex.extras import install_command
 from skillindex.watch import Pass, relevant, watch
 from tests.conftest import isolate_cli, root_settings, write_skill
 
@@ -290,7 +291,8 @@ def test_a_missing_extra_is_one_line_naming_the_install(
     result = CliRunner().invoke(cli, ["watch"])
     assert result.exit_code == 1
     [line] = result.output.strip().splitlines()
-    assert "pip install 'skillindex[watch]'" in line
+    assert line.endswith(
+        f"watch needs the watch extra: install it with: {install_command('watch')}")
 
 
 def test_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:

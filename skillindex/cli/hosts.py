@@ -89,5 +89,6 @@ def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,
         echo(f"note: there is no index at {missing} yet: `skillindex reindex` makes it",
              err=True)
     if not formats.serve_available():
-        echo("note: skillindex serve needs the mcp extra: pip install 'skillindex[mcp]'",
-             err=True)
+        from skillindex.extras import hint  # noqa: PLC0415
+
+        echo(f"note: skillindex serve needs the mcp extra: {hint('mcp')}", err=True)

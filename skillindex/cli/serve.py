@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from skillindex.api import SkillIndex
     from skillindex.serve.listen import Listen
 
-INSTALL_HINT = "skillindex serve needs the mcp extra: pip install 'skillindex[mcp]'"
 # What serves HTTP only: given without --http it would be ignored, so it is refused.
 _HTTP_ONLY = ("url", "tokens", "introspect", "issuer", "client_id", "scopes", "insecure_no_auth",
               "tls_cert", "tls_key", "requests_per_second", "bytes_per_minute")
@@ -123,7 +122,9 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types", "pydantic",
                                                               "anyio", "uvicorn", "starlette"):
             raise
-        fail(ctx, INSTALL_HINT, EXIT_ERROR)
+        from skillindex.extras import hint  # noqa: PLC0415
+
+        fail(ctx, f"skillindex serve needs the mcp extra: {hint('mcp')}", EXIT_ERROR)
     with options.open() as index:
         run(index)
 

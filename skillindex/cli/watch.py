@@ -31,7 +31,7 @@ def watch(ctx: click.Context, full_every: float, quiet_ms: int, quiet: bool,
     exist yet, or a plugin installed later, is watched from the moment it appears. A full
     reindex runs every --full-every seconds too. A failed pass is retried after 1 s, then 2,
     4, ... up to 5 minutes. Ctrl-C stops it. Needs the `watch` extra
-    (pip install 'skillindex[watch]').
+    (its error says how to add it to this installation).
 
     \b
     Examples:

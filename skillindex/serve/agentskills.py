@@ -18,8 +18,10 @@ try:
         SkillProvider,
     )
 except ImportError as exc:  # pragma: no cover - depends on what is installed
+    from skillindex.extras import hint
+
     raise ImportError("skillindex.agentskills needs agentskills-core, on Python 3.12 or "
-                      "newer: pip install 'skillindex[agentskills]'") from exc
+                      f"newer: {hint('agentskills')}") from exc
 
 from skillindex import errors
 from skillindex.index.scanner import ENTRY

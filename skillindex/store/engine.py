@@ -18,6 +18,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from skillindex import extras
 from skillindex.errors import AuditUnwritableError, ConfigError, IndexMissingError, StoreError
 from skillindex.store import sql, sqlitefile
 
@@ -105,7 +106,7 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         else:
             engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True)
     except ImportError as exc:
-        hint = (" (install it with: pip install 'skillindex[postgresql]')"
+        hint = (f" ({extras.hint('postgresql')})"
                 if parsed.get_backend_name() == "postgresql" else "")
         raise ConfigError(f"cannot use database URL {parsed.render_as_string()!r}: "
                           f"{exc}{hint}") from exc
