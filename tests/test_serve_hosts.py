@@ -153,9 +153,12 @@ def test_json_merge_keeps_other_servers_and_keys(project: Path, key: str) -> Non
     entry = after[hosts.HOSTS[key].servers_key].pop("skillindex")
     assert after == before
     assert entry == served(key, parse(key, run("hosts", key).stdout))
-    # The file keeps its indentation.
+    # Every byte but the entry's is kept; the entry takes the file's indentation.
+    text = path.read_text(encoding="utf-8")
     indent = "\t" if key == "vscode" else "    " if key == "claude" else "  "
-    assert f'\n{indent}"{hosts.HOSTS[key].servers_key}": {{' in path.read_text(encoding="utf-8")
+    start = text.index(f'\n{indent * 2}"skillindex": {{')
+    _, end = json.JSONDecoder().raw_decode(text, text.index("{", start))
+    assert text[:text.rindex(",", 0, start)] + text[end:] == OTHERS[key]
 
 
 CODEX = """\

@@ -11,15 +11,14 @@ import re
 import shlex
 import sys
 import sysconfig
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from skillindex import fsio
+from skillindex import fsio, inputs
 from skillindex import text as escape
 from skillindex.config import Environment, database_url
 from skillindex.errors import ConfigError, RefusedError
@@ -176,12 +175,18 @@ def server_command(env: Environment, program: Sequence[str], *, config: str | No
     return command
 
 
+# The query parameters of a database URL that hold a password or say where one is kept (a
+# passfile's path tells whoever reads the host's file where to look).
+_PASSWORD_PARAMETERS = frozenset({"password", "passfile", "sslpassword"})
+
+
 def _absolute_database(value: str, env: Environment) -> str:
     if "://" not in value:
         path = Path(value).expanduser()
         return str(path if path.is_absolute() else env.cwd / path)
     url = urlsplit(value)
-    if url.password:
+    named = {key.lower() for key, _ in parse_qsl(url.query, keep_blank_values=True)}
+    if url.password or named & _PASSWORD_PARAMETERS:
         raise RefusedError("the database URL holds a password, which the host's configuration "
                            "would keep in plain text: put it in a libpq password file "
                            "(~/.pgpass or $PGPASSFILE) and give the URL without it")
@@ -214,10 +219,10 @@ def claude_command(server: ServerCommand) -> str:
 def state(host: Host, path: Path, server: ServerCommand) -> HostState:
     """Whether the host's file already starts this server."""
     try:
-        text = _read(path)
-        if text is None:
+        read = _read(path)
+        if read is None:
             return HostState(host, path, Status.NO_FILE)
-        data, _ = _parse(host, path, text)
+        data, _ = _parse(host, path, read[0])
         servers = _servers(host, path, data)
     except HostFileError as exc:
         return HostState(host, path, Status.UNREADABLE, exc.reason)
@@ -241,10 +246,11 @@ def write(host: Host, path: Path, server: ServerCommand, *, named: bool,
                    private=False)
 
     path = fsio.target(path, what=f"the {host.title} file", named=named, within=within)
-    text = _read(path)
-    if text is None or not text.strip():
+    read = _read(path)
+    if read is None or not read[0].strip():
         replace(snippet(host, server))
         return Written(path, "created")
+    text, bom = read
     data, strict = _parse(host, path, text)
     servers = _servers(host, path, data)
     current = servers.get(SERVER_NAME)
@@ -259,9 +265,9 @@ def write(host: Host, path: Path, server: ServerCommand, *, named: bool,
     if host.toml:
         updated = _toml_merge(path, text, data, current, server)
     else:
-        updated = _json_merge(host, text, data, server)
-    replace(updated)
-    return Written(path, "added" if current is None else "updated")
+        updated = _json_merge(host, path, text, data, server)
+    replace(("\ufeff" if bom else "") + updated)
+    return Written(path, "added" if SERVER_NAME not in servers else "updated")
 
 
 def _matches(current: Any, server: ServerCommand) -> bool:
@@ -279,38 +285,35 @@ def _describe(current: Any) -> str:
     return "an entry that starts no command"
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path) -> tuple[str, bool] | None:
+    """The file's text and whether it began with a byte order mark; None when there is none."""
     try:
-        raw = path.read_bytes()
+        return inputs.read_text(path, max_bytes=inputs.MAX_HOST_FILE_BYTES, what="host file")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise HostFileError(path, f"cannot read it: {exc.strerror}") from exc
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise HostFileError(path, "it is not UTF-8 text") from None
+    except inputs.InputError as exc:
+        raise HostFileError(path, exc.reason) from None
 
 
 def _parse(host: Host, path: Path, text: str) -> tuple[dict[str, Any], bool]:
     """The document, and whether it is strict JSON or TOML that can be written back whole
-    (a JSON file with comments, which VS Code and Gemini CLI accept, can only be read)."""
-    if host.toml:
-        try:
-            return tomllib.loads(text), True
-        except tomllib.TOMLDecodeError as exc:
-            raise HostFileError(path, f"it is not valid TOML ({exc}); fix it first") from None
-    if not text.strip():
+    (a JSON file with comments, which VS Code and Gemini CLI accept, can only be read).
+    NaN and infinite numbers are refused: a host reads them differently or not at all, and
+    a rewrite could not give them back as they were written."""
+    fmt: inputs.Format = "toml" if host.toml else "json"
+    if not host.toml and not text.strip():
         return {}, True
     strict = True
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = inputs.parse(text, fmt, what="host file", finite=True)
+    except inputs.InputError as exc:
+        if host.toml or exc.code != "invalid":
+            raise HostFileError(path, f"{exc.reason}; fix it first") from None
         try:
-            data = json.loads(_strip_jsonc(text))
-        except json.JSONDecodeError:
-            raise HostFileError(path, f"it is not valid JSON ({exc.msg} at line {exc.lineno}, "
-                                f"column {exc.colno}); fix it first") from None
+            data = inputs.load_json(_strip_jsonc(text), what="host file", finite=True)
+        except inputs.InputError as again:
+            raise HostFileError(path, f"{(exc if again.code == 'invalid' else again).reason}; "
+                                "fix it first") from None
         strict = False
     if not isinstance(data, dict):
         raise HostFileError(path, "it does not hold a JSON object")
@@ -324,28 +327,159 @@ def _servers(host: Host, path: Path, data: dict[str, Any]) -> dict[str, Any]:
     return servers
 
 
-# A string (kept whole), or a comment; then a string, or a comma before a closing bracket.
-_JSONC_COMMENTS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
-_JSONC_COMMAS = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=\s*[}\]])')
-
-
 def _strip_jsonc(text: str) -> str:
-    """JSON with comments and trailing commas (JSONC) as plain JSON; strings are kept whole."""
-    def keep_strings(match: re.Match[str]) -> str:
-        return match.group() if match.group().startswith('"') else ""
-    return _JSONC_COMMAS.sub(keep_strings, _JSONC_COMMENTS.sub(keep_strings, text))
+    """JSON with comments and trailing commas (JSONC) as plain JSON; strings are kept whole.
+    One pass, each character looked at once: text left unterminated (a string, a block
+    comment) is kept as it is and fails as JSON."""
+    out: list[str] = []
+    position, size = 0, len(text)
+    while position < size:
+        found = _JSONC_MARKS.search(text, position)
+        if found is None:
+            out.append(text[position:])
+            break
+        out.append(text[position:found.start()])
+        mark, position = found.group(), found.end()
+        if mark == '"':
+            end = _STRING_END.match(text, position)
+            stop = size if end is None else end.end()
+            out.append(text[found.start():stop])
+            position = stop
+        elif mark == "//":
+            end_of_line = text.find("\n", position)
+            position = size if end_of_line < 0 else end_of_line
+        elif mark == "/*":
+            close = text.find("*/", position)
+            if close < 0:
+                out.append(text[found.start():])
+                break
+            position = close + 2
+        else:  # a comma: dropped when only blanks and comments stand before `}` or `]`
+            following = _strip_jsonc_head(text, position)
+            if following not in ("}", "]"):
+                out.append(mark)
+    return "".join(out)
 
 
-def _json_merge(host: Host, text: str, data: dict[str, Any], server: ServerCommand) -> str:
-    """The document with the entry set, other keys (and the entry's own) kept in their order,
-    laid out with the file's indentation."""
-    document = copy.deepcopy(data)
-    servers = document.setdefault(host.servers_key, {})
-    servers[SERVER_NAME] = {**servers.get(SERVER_NAME, {}), **entry(host, server)}
-    indent = re.search(r"^\{[ \t]*\r?\n([ \t]+)\S", text)
+_JSONC_MARKS = re.compile(r'"|//|/\*|,')
+_STRING_END = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BLANKS = re.compile(r"\s*")
+
+
+def _strip_jsonc_head(text: str, position: int) -> str:
+    """The first character after `position` that is not a blank or inside a comment."""
+    while True:
+        position = _BLANKS.match(text, position).end()  # type: ignore[union-attr]
+        if text.startswith("//", position):
+            end_of_line = text.find("\n", position)
+            if end_of_line < 0:
+                return ""
+            position = end_of_line
+        elif text.startswith("/*", position):
+            close = text.find("*/", position + 2)
+            if close < 0:
+                return ""
+            position = close + 2
+        else:
+            return text[position:position + 1]
+
+
+# The keys of an entry that choose another transport than stdio: a rewrite to our command
+# drops them, or the host would go on starting (or calling) what they name.
+_OTHER_TRANSPORT = frozenset({"type", "url", "httpUrl", "serverUrl", "headers", "transport"})
+
+
+def _merged_entry(host: Host, current: Any, server: ServerCommand) -> dict[str, Any]:
+    """Our entry, keeping the keys of the one it replaces that choose no transport (env,
+    cwd, timeouts: the user's)."""
+    kept = {key: value for key, value in current.items() if key not in _OTHER_TRANSPORT} \
+        if isinstance(current, dict) else {}
+    return {**kept, **entry(host, server)}
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    key: str
+    start: int  # where the member's key begins
+    value_start: int
+    value_end: int
+
+
+def _members(text: str, opening: int) -> tuple[list[_Member], int]:
+    """The members of the JSON object whose `{` is at `opening` (in text already parsed
+    whole), and the index of its `}`."""
+    members: list[_Member] = []
+    position = _skip(text, opening + 1)
+    if text[position] == "}":
+        return members, position
+    while True:
+        key, after = _DECODER.raw_decode(text, position)
+        value_start = _skip(text, _skip(text, after) + 1)  # past the colon
+        _, value_end = _DECODER.raw_decode(text, value_start)
+        members.append(_Member(key, position, value_start, value_end))
+        position = _skip(text, value_end)
+        if text[position] == "}":
+            return members, position
+        position = _skip(text, position + 1)  # past the comma
+
+
+def _skip(text: str, position: int) -> int:
+    return _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
+
+
+def _json_merge(host: Host, path: Path, text: str, data: dict[str, Any],
+                server: ServerCommand) -> str:
+    """The file's text with our entry set: inserted as the last member of the servers object
+    (made if missing), or written over the value of the entry of that name. Every other byte
+    stays as it was; the result is read back and must equal the old document plus that
+    change alone, or nothing is written."""
+    indent_found = re.search(r"^\{[ \t]*\r?\n([ \t]+)\S", text)
+    indent = indent_found.group(1) if indent_found else "  "
     newline = "\r\n" if "\r\n" in text else "\n"
-    laid_out = _json_text(document, indent.group(1) if indent else "  ")
-    return laid_out.replace("\n", newline) + newline
+    servers = data.get(host.servers_key)
+    merged = _merged_entry(host, (servers or {}).get(SERVER_NAME), server)
+    expected = copy.deepcopy(data)
+    expected.setdefault(host.servers_key, {})[SERVER_NAME] = merged
+
+    def laid_out(value: Any, depth: int) -> str:
+        return _json_text(value, indent, depth).replace("\n", newline)
+
+    opening = _skip(text, 0)
+    top, top_close = _members(text, opening)
+    holder = next((m for m in top if m.key == host.servers_key), None)
+    if holder is None:
+        updated = _insert(text, top, opening, top_close, host.servers_key,
+                          laid_out({SERVER_NAME: merged}, 1), indent, newline)
+    else:
+        inner, inner_close = _members(text, holder.value_start)
+        ours = next((m for m in inner if m.key == SERVER_NAME), None)
+        if ours is None:
+            updated = _insert(text, inner, holder.value_start, inner_close, SERVER_NAME,
+                              laid_out(merged, 2), indent * 2, newline, indent)
+        else:
+            updated = text[:ours.value_start] + laid_out(merged, 2) + text[ours.value_end:]
+    try:
+        reread = inputs.load_json(updated, what="host file", finite=True)
+    except inputs.InputError:
+        reread = None
+    if reread != expected:
+        raise HostFileError(path, f"its {host.servers_key!r} is written in a form that cannot "
+                            f"be extended in place; add the entry that `skillindex hosts "
+                            f"{host.key}` prints by hand")
+    return updated
+
+
+def _insert(text: str, members: list[_Member], opening: int, closing: int, key: str,
+            value: str, indent: str, newline: str, outer: str = "") -> str:
+    """`text` with the member `key: value` added last to the object at `opening`."""
+    member = f"{newline}{indent}{_json_text(key, indent)}: {value}"
+    if members:
+        return text[:members[-1].value_end] + "," + member + text[members[-1].value_end:]
+    return text[:opening + 1] + member + newline + outer + text[closing:]
 
 
 def _json_text(value: Any, indent: str, depth: int = 0) -> str:
@@ -381,8 +515,8 @@ def _toml_merge(path: Path, text: str, data: dict[str, Any], current: dict[str, 
         servers[SERVER_NAME] = {**current, "command": server.command, "args": list(server.args)}
         updated = _toml_edit(path, text, server, newline)
     try:
-        reread = tomllib.loads(updated)
-    except tomllib.TOMLDecodeError:
+        reread = inputs.load_toml(updated, what="host file", finite=True)
+    except inputs.InputError:
         reread = None
     if reread != expected:
         raise HostFileError(path, f"its [mcp_servers] (or [mcp_servers.{SERVER_NAME}]) is "
@@ -420,6 +554,9 @@ def _toml_edit(path: Path, text: str, server: ServerCommand, newline: str) -> st
     return "".join(lines)
 
 
+_MAX_VALUE_LINES = 1_000
+
+
 def _toml_key_span(lines: list[str], start: int, end: int, key: str) -> tuple[int, int] | None:
     """The lines [first, last + 1) holding `key = value` in a table's body: the shortest run
     of lines from the key's that reads as TOML (a value may span lines, as arrays do)."""
@@ -427,11 +564,12 @@ def _toml_key_span(lines: list[str], start: int, end: int, key: str) -> tuple[in
     for first in range(start, end):
         if not pattern.match(lines[first]):
             continue
-        for last in range(first, end):
+        # A value of more lines than this is not a command line: the search stays linear.
+        for last in range(first, min(end, first + _MAX_VALUE_LINES)):
             try:
-                if key in tomllib.loads("".join(lines[first:last + 1])):
+                if key in inputs.load_toml("".join(lines[first:last + 1]), what="host file"):
                     return first, last + 1
-            except tomllib.TOMLDecodeError:
+            except inputs.InputError:
                 continue
     return None
 
