@@ -69,6 +69,11 @@ def target(path: Path | str, *, what: str, named: bool, within: Path | None) -> 
         return resolved
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise WriteRefusedError(what, path, "it is not a regular file")
+    probe = path.parent
+    while not os.path.exists(probe):  # the folders write() would make: none through a link
+        if os.path.islink(probe):
+            raise WriteRefusedError(what, path, f"{probe} is a dangling symbolic link")
+        probe = probe.parent
     real = Path(os.path.realpath(path.parent)) / path.name
     if not named and within is not None:
         base = os.path.realpath(within)

@@ -39,7 +39,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def accepted(repo: Path, reason: str = "reviewed in the 2026 audit") -> dict[str, Any]:
     result = run("--write-baseline", BASELINE, "--reason", reason)
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"wrote {BASELINE}: ")
+    assert result.stdout.startswith(f"wrote {repo / BASELINE}: ")
     document: dict[str, Any] = json.loads((repo / BASELINE).read_text())
     return document
 

@@ -111,7 +111,7 @@ def _write_baseline(target: Path, report: CheckReport, reason: str | None, as_js
     previous = baseline.read(target) if target.exists() or target.is_symlink() else None
     written = baseline.of_findings(report.findings(), base=report.base, reason=reason,
                                    previous=previous)
-    baseline.write(target, written)
+    target = baseline.write(target, written)
     if as_json:
         print_json({"path": str(target), "findings": len(written.entries)})
     else:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillindex import fsio
 from skillindex.errors import ConfigError
 from skillindex.model import FileFinding
 from skillindex.query.check import shown
@@ -147,27 +147,11 @@ def read(path: Path) -> Baseline:
 
 
 def write(path: Path, baseline: Baseline) -> Path:
-    """Writes the baseline beside its target and renames it into place; a symbolic link at the
-    target is refused, so a checkout cannot point the write elsewhere. Returns the path written."""
-    if path.is_symlink():
-        raise ConfigError("refusing to write the baseline through a symbolic link",
-                          source=str(path))
-    temporary: str | None = None
-    try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
-                                         prefix=f".{path.name}.", delete=False) as handle:
-            temporary = handle.name
-            handle.write(render(baseline))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except OSError as exc:
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write the baseline: {exc.strerror}", source=str(path)) \
-            from exc
-    return path
+    """Writes the baseline by `fsio.write`: whole, and never through a symbolic link at the
+    target (even one the user named), so a checkout cannot point the write elsewhere.
+    Returns the real path written."""
+    return fsio.write(path, render(baseline), what="the baseline", named=False, within=None,
+                      private=False)
 
 
 def stale_lines(stale: Iterable[Entry]) -> list[str]:

@@ -182,6 +182,8 @@ def _locked(path: Path, *, create: bool = True) -> Iterator[list[TokenEntry]]:
     when the block ends, while an exclusive lock on the file's directory keeps a second
     writer from losing the first one's change (the directory, because each write replaces
     the file and with it any lock taken on the file)."""
+    # --tokens names the file, but a file of secrets is never read or written through a link.
+    fsio.target(path, what="the token file", named=False, within=None)
     try:
         directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
@@ -207,7 +209,6 @@ def _locked(path: Path, *, create: bool = True) -> Iterator[list[TokenEntry]]:
         yield entries
         text = json.dumps({"version": VERSION, "tokens": [e.as_dict() for e in entries]},
                           indent=2) + "\n"
-        # --tokens names the file, but a file of secrets is never written through a link.
         fsio.write(path, text, what="the token file", named=False, within=None, private=True)
     finally:
         os.close(directory)
