@@ -1,4 +1,4 @@
--- revision 0017
+-- revision 0018
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (
@@ -164,8 +164,8 @@ CREATE TABLE "resource" (
 	risks TEXT, 
 	ctime_ns BIGINT, mode INTEGER, 
 	CONSTRAINT pk_resource PRIMARY KEY (id), 
-	CONSTRAINT uq_resource_candidate_id UNIQUE (candidate_id, rel_path), 
-	CONSTRAINT fk_resource_candidate_id_candidate FOREIGN KEY(candidate_id) REFERENCES candidate (id) ON DELETE CASCADE
+	CONSTRAINT fk_resource_candidate_id_candidate FOREIGN KEY(candidate_id) REFERENCES candidate (id) ON DELETE CASCADE, 
+	CONSTRAINT uq_resource_candidate_id UNIQUE (candidate_id, rel_path)
 );
 
 CREATE TABLE "load_event" (
@@ -306,6 +306,13 @@ CREATE TRIGGER load_event_usage_day AFTER INSERT ON load_event BEGIN INSERT INTO
 CREATE INDEX ix_candidate_real_path ON candidate (real_path);
 
 CREATE INDEX ix_resolved_winner_candidate ON resolved_winner (set_id, candidate_id);
+
+CREATE TRIGGER load_event_in_order BEFORE INSERT ON load_event
+    WHEN NEW.time < (SELECT e.time FROM load_event e WHERE e.index_name = NEW.index_name
+                     ORDER BY e.id DESC LIMIT 1)
+    BEGIN
+        SELECT RAISE(ABORT, 'load_event is in time order: an event earlier than its head refused');
+    END;
 
 INSERT INTO "candidate_fts" ("candidate_fts") VALUES ('rebuild');
 

@@ -128,8 +128,9 @@ def drop_guards(connection: Connection) -> None:
     if connection.dialect.name == "postgresql":
         connection.execute(text("ALTER TABLE load_event DISABLE TRIGGER USER"))
     else:
-        for name in ("load_event_no_update", "load_event_no_delete", "load_event_no_replace"):
-            connection.execute(text(f"DROP TRIGGER {name}"))
+        for name in ("load_event_no_update", "load_event_no_delete", "load_event_no_replace",
+                     "load_event_in_order"):
+            connection.execute(text(f"DROP TRIGGER IF EXISTS {name}"))
     connection.execute(text("DROP INDEX ix_load_event_chain"))
 
 
@@ -235,6 +236,43 @@ def test_sqlite_refuses_insert_or_replace_over_an_event(sqlite_index: SkillIndex
         _insert(connection, forged, replace=True)
     assert rows(sqlite_index.engine) == [event]
     sqlite_index.close()
+
+
+def backdated(event: dict[str, Any], when: str) -> dict[str, Any]:
+    """An ordinary event after `event`, chained right, with its time set to `when`."""
+    forged = {**event, "id": event["id"] + 1, "time": when, "prev_hash": event["row_hash"]}
+    fields = {n: forged[n] for n in audit.TEXT_FIELDS}
+    fields["time"] = when
+    forged["row_hash"] = audit.row_hash(event["row_hash"], fields)
+    return forged
+
+
+def test_sqlite_refuses_an_event_earlier_than_the_one_before(sqlite_index: SkillIndex) -> None:
+    attempt(sqlite_index, "skill://pdf")
+    [event] = rows(sqlite_index.engine)
+    with pytest.raises(DatabaseError, match="in time order"), \
+            sqlite_index.engine.begin() as connection:
+        connection.execute(text(sql.AUDIT_APPEND),
+                           backdated(event, "2000-01-01 00:00:00.000000"))
+    assert rows(sqlite_index.engine) == [event]
+    sqlite_index.close()
+
+
+def test_verify_flags_an_event_earlier_than_the_one_before(index: SkillIndex) -> None:
+    """The chain proves order: a row chained right but dated before its predecessor (written
+    with the guards set aside) is where `audit verify` stops."""
+    attempt(index, "skill://pdf")
+    [event] = rows(index.engine)
+    forged = backdated(event, "2000-01-01 00:00:00.000000")
+    with index.engine.begin() as connection:
+        drop_guards(connection)
+        connection.execute(text(sql.AUDIT_APPEND), forged)
+    [*_, last] = rows(index.engine)
+    assert audit.time_text(last["time"]) == "2000-01-01 00:00:00.000000"
+    report = index.verify_audit()
+    assert report.broken is not None and report.broken.id == last["id"]
+    assert "earlier than the event before it" in report.broken.problem
+    assert report.events == 1
 
 
 # -- time and text, set and bounded by the store ---------------------------------------------------

@@ -231,6 +231,7 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
                                                  "removed or rewritten")
 
     reach(0, GENESIS)
+    before = ""  # the time of the event before, as hashed: one fixed-width form that sorts
     for row in rows:
         event_id, prev, stored = int(row[0]), row[1], row[2]
         fields = dict(zip(CHAINED_FIELDS, row[3:], strict=True))
@@ -243,6 +244,11 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
             problem = f"{impossible}: no disclosure writes that (it was forged or edited)"
         elif stored != row_hash(prev, fields):
             problem = "its fields do not match its hash (it was edited or replaced)"
+        elif str(fields["time"]) < before:
+            # Every append takes the later of the clock and the head's time: an earlier one
+            # was written past the store (a hand-made insert, chained or not).
+            problem = (f"its time is earlier than the event before it ({before}): no append "
+                       "writes that (it was inserted by hand)")
         if problem is not None:
             return model.ChainReport(
                 index=index_name, events=count, head=expected,
@@ -250,7 +256,7 @@ def check_chain(index_name: str, rows: Iterable[Sequence[Any]], *,
                 pinned=pinned, pinned_at=pinned_at, anchors=checked, anchored=covered,
                 lost=lost)
         count += 1
-        expected = stored
+        expected, before = stored, str(fields["time"])
         if pinned is not None and stored == pinned:
             pinned_at = count
         reach(count, stored)
