@@ -155,8 +155,12 @@ class SkillIndex:
     def reindex(self, *, all_roots: bool = False, paths: Iterable[str | Path] | None = None,
                 progress: Progress | None = None, wait: bool = True,
                 timeout: float | None = None, on_wait: OnWait | None = None,
-                jobs: int | None = None) -> IndexReport:
+                jobs: int | None = None, offline: bool = False) -> IndexReport:
         """Rescan the roots of this working directory (every known root with `all_roots`).
+
+        A rescan of whole roots first fetches what changed at each URL root's publisher
+        (verified against its digests; the last good copy stays on any failure), unless
+        `offline`; nothing else in the library goes to the network.
 
         With `paths` (files or directories that changed), only the skill directories holding
         them are scanned again, in the same one-transaction way; a path that is a root, lies
@@ -175,7 +179,7 @@ class SkillIndex:
         return reindex_flow.reindex(self._store, self._here, self.plan.problems,
                                     cwd=self.env.cwd, all_roots=all_roots, paths=paths,
                                     progress=progress, wait=wait, timeout=timeout,
-                                    on_wait=on_wait, jobs=jobs)
+                                    on_wait=on_wait, jobs=jobs, offline=offline)
 
     def iter_winners(self, *, findings: bool = True) -> Iterator[Winner]:
         """The winners in catalog order, read a page at a time from the stored resolution."""
@@ -226,6 +230,11 @@ class SkillIndex:
         stays flat."""
         return listing.iter_candidates(self._store, self._here, status=status, code=code,
                                        limit=limit, page=page)
+
+    def origin(self, candidate: Candidate) -> dict[str, str | None] | None:
+        """For a candidate of a URL root: the artifact's URL and digest it was fetched and
+        verified from, and why that copy is stale if it is; None for a local candidate."""
+        return listing.origin(self._here, candidate)
 
     def roots(self) -> list[RootState]:
         return listing.roots(self._store, self._here)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import math
 import os
 import urllib.parse
@@ -31,11 +32,15 @@ INTEGER_RANGES = {
     "max_skill_bytes": (1, 2**63 - 1),
     "catalog_usage_days": (1, 36_500),
     "catalog_entry_chars": (16, 1 << 20),
+    "max_archive_files": (1, 1_000_000),
+    "max_archive_bytes": (1, 2**63 - 1),
 }
 MIB = 1 << 20
 # The settings whose strings are globs on skill names (compiled by inputs.compile_glob).
 GLOB_SETTINGS = frozenset({"ignored_skills", "include_skills", "pinned", "names_only",
                            "manual_only"})
+# URL roots rank below every local root unless their entry says otherwise.
+REMOTE_PRECEDENCE = -100
 # `[serve]`: the limits of `serve --http` per principal (0 in the file is no limit).
 SERVE_RANGES: dict[str, tuple[float, float]] = {
     "requests_per_second": (0.0, 1e6), "bytes_per_minute": (0, 2**63 - 1)}
@@ -76,7 +81,8 @@ class Environment:
 
 @dataclass(frozen=True, slots=True)
 class RootConfig:
-    """An explicit `[[roots]]` entry as written; paths are resolved by the providers module."""
+    """An explicit `[[roots]]` entry as written; paths are resolved by the providers module.
+    A root with `url` is a publisher's `.well-known` index, indexed from its verified cache."""
 
     path: str
     scope: Scope = Scope.USER
@@ -87,6 +93,12 @@ class RootConfig:
     validation: Validation | None = None
     allow_hardlinks: bool | None = None  # None: the [skills] setting decides
     risk_policy: RiskPolicy | None = None  # None: the [skills] setting decides
+    url: str | None = None
+    # Plain http:// is refused off loopback unless the root says so.
+    allow_http: bool = False
+    # An archive entry may unpack to at most this many files and bytes.
+    max_archive_files: int = 1000
+    max_archive_bytes: int = 50 * MIB
 
 
 CATALOG_ORDERS = ("precedence", "usage")
@@ -485,10 +497,17 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
     if unknown:
         key = sorted(unknown)[0]
         raise ConfigError(f"unknown setting {label}.{key}", source=source, key=key)
-    if not isinstance(entry.get("path"), str) or not entry["path"]:
-        raise ConfigError(f"{label}.path is required and must be a string", source=source,
-                          key="path")
-    values: dict[str, Any] = {"path": entry["path"]}
+    if "url" in entry:
+        if "path" in entry:
+            raise ConfigError(f"{label} names both a path and a url: a root is one or the other",
+                              source=source, key="url")
+        values: dict[str, Any] = {"path": "", "url": _root_url(entry, label, source),
+                                  "precedence": REMOTE_PRECEDENCE}
+    elif not isinstance(entry.get("path"), str) or not entry["path"]:
+        raise ConfigError(f"{label}.path (or url) is required and must be a string",
+                          source=source, key="path")
+    else:
+        values = {"path": entry["path"]}
     if "scope" in entry:
         values["scope"] = _enum(Scope, entry["scope"], source, f"{label}.scope")
     if "validation" in entry:
@@ -503,12 +522,41 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
                 raise ConfigError(f"{label}.{key} must be a non-empty string", source=source,
                                   key=key)
             values[key] = entry[key]
-    for key in ("precedence", "max_depth"):
+    for key in ("precedence", "max_depth", "max_archive_files", "max_archive_bytes"):
         if key in entry:
             values[key] = _integer(entry[key], key, source, f"{label}.{key}")
-    for key in ("require_description", "allow_hardlinks"):
+    for key in ("require_description", "allow_hardlinks", "allow_http"):
         if key in entry:
             if not isinstance(entry[key], bool):
                 raise ConfigError(f"{label}.{key} must be true or false", source=source, key=key)
             values[key] = entry[key]
     return RootConfig(**values)
+
+
+def _root_url(entry: Mapping[str, Any], label: str, source: str) -> str:
+    """The origin a URL root fetches from: https, or http on loopback (anywhere with
+    `allow_http`); no credentials, query or fragment, which an index URL never needs."""
+    url = entry["url"]
+    if not isinstance(url, str) or not url:
+        raise ConfigError(f"{label}.url must be a non-empty string", source=source, key="url")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ConfigError(f"{label}.url must be an https:// URL, not {url!r}", source=source,
+                          key="url")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError(f"{label}.url must not hold credentials, a query or a fragment",
+                          source=source, key="url")
+    allow_http = entry.get("allow_http", False)
+    if parts.scheme == "http" and not allow_http and not is_loopback(parts.hostname):
+        raise ConfigError(f"{label}.url: plain http:// is allowed only on loopback "
+                          "(set allow_http = true to fetch it anyway)", source=source, key="url")
+    return url.rstrip("/")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -179,6 +179,17 @@ class RootSpec:
     disabled_by: str | None = None  # the setting that switched this source off, if any
     allow_hardlinks: bool = False  # disclose files with more than one link
     risk_policy: RiskPolicy = RiskPolicy.WARN
+    remote: RemoteSource | None = None  # a URL root: `path` is its verified cache
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSource:
+    """Where a URL root's skills come from, and how much one archive of it may unpack to."""
+
+    url: str
+    allow_http: bool = False
+    max_archive_files: int = 1000
+    max_archive_bytes: int = 50 << 20
 
 
 # The columns of a manifest row as a reindex stages it: a tuple in this order (one a file, so
@@ -281,6 +292,7 @@ class RootState:
     rejected: int
     problems: tuple[ScanProblem, ...] = ()
     indexed: bool = True
+    stale: str | None = None  # a URL root whose last fetch failed: "stale since T: why"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -298,6 +310,8 @@ class RootState:
             "candidates": self.candidates,
             "rejected": self.rejected,
             "problems": [p.as_dict() for p in self.problems],
+            "url": self.spec.remote.url if self.spec.remote else None,
+            "stale": self.stale,
         }
 
 
@@ -316,6 +330,8 @@ class IndexReport:
     problems: tuple[ScanProblem, ...] = field(default=())
     # Files unchanged, judged again: the validation mode or another rule of the root changed.
     rejudged: int = 0
+    # What each URL root's fetch did (requests, downloads, bytes, stale reasons).
+    fetches: tuple[dict[str, object], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -331,6 +347,7 @@ class IndexReport:
             "roots": self.roots,
             "rejudged": self.rejudged,
             "problems": [p.as_dict() for p in self.problems],
+            "fetches": list(self.fetches),
         }
 
 

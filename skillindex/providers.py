@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -11,10 +12,11 @@ from pathlib import Path
 
 from skillindex.config import Environment, Settings
 from skillindex.index.policy import unsafe_name
-from skillindex.model import RootSpec, ScanProblem, Scope, Validation
+from skillindex.model import RemoteSource, RootSpec, ScanProblem, Scope, Validation
 
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
     "native", "claude", "claude-plugins", "agents", "codex", "custom")
+REMOTE = "url"  # a `[[roots]] url = ...` root: a publisher's .well-known index
 # Opt-in presets for hosts the seed system does not read (named as `skillindex hosts` names
 # them; copilot is the folders of VS Code's and the Copilot CLI's agent).
 GEMINI, COPILOT, CURSOR, OPENCODE = "gemini", "copilot", "cursor", "opencode"
@@ -226,6 +228,13 @@ def _read_registry(path: Path) -> bytes | None:
     return None if len(data) > MAX_REGISTRY_BYTES else data
 
 
+def remote_root(env: Environment, url: str) -> Path:
+    """The folder a URL root's verified skills are kept in and indexed from: one a URL,
+    beside the default index."""
+    key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return env.data_home / "skillindex" / "remote" / key / "skills"
+
+
 def plan_roots(settings: Settings, env: Environment) -> RootPlan:
     """Presets in the seed's order (native, claude, claude-plugins, agents, codex), then
     `custom_directories`, then `[[roots]]`; a path already registered keeps its first entry."""
@@ -250,7 +259,8 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             precedence=spec.precedence, position=len(specs), max_depth=spec.max_depth,
             require_description=spec.require_description, validation=spec.validation,
             name_prefix=spec.name_prefix, disabled_by=spec.disabled_by,
-            allow_hardlinks=spec.allow_hardlinks, risk_policy=spec.risk_policy))
+            allow_hardlinks=spec.allow_hardlinks, risk_policy=spec.risk_policy,
+            remote=spec.remote))
 
     if settings.presets:
         sources = list(_preset_sources(settings, env, problems))
@@ -281,7 +291,12 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                      validation=settings.validation or Validation.LENIENT,
                      allow_hardlinks=settings.allow_hardlinks, risk_policy=settings.risk_policy))
     for root in settings.roots:
-        add(RootSpec(path=normalize(root.path, env), scope=root.scope, provider=root.provider,
+        remote = None if root.url is None else RemoteSource(
+            url=root.url, allow_http=root.allow_http, max_archive_files=root.max_archive_files,
+            max_archive_bytes=root.max_archive_bytes)
+        path = normalize(root.path, env) if remote is None else remote_root(env, remote.url)
+        provider = root.provider if remote is None or root.provider != CUSTOM else REMOTE
+        add(RootSpec(path=path, scope=root.scope, provider=provider, remote=remote,
                      precedence=root.precedence, max_depth=root.max_depth,
                      require_description=root.require_description,
                      validation=root.validation or settings.validation or Validation.LENIENT,

@@ -45,10 +45,12 @@ if TYPE_CHECKING:  # the line is drawn by reindex alone, which imports it
 @click.option("--quiet", "-q", is_flag=True,
               help="Print nothing on success (for timers and hooks); problems still go to "
               "stderr and the exit code tells the outcome.")
+@click.option("--offline", is_flag=True,
+              help="Fetch nothing for URL roots: index their verified cache as it is.")
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None, quiet: bool,
-            as_json: bool) -> None:
+            offline: bool, as_json: bool) -> None:
     """Scan the roots of this directory and update the index.
 
     Only files that changed since the last reindex are read again.
@@ -60,6 +62,7 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
       skillindex reindex --quiet      # from cron, a systemd timer or a git hook
       skillindex reindex --jobs 1     # no worker processes
       skillindex --json reindex
+      skillindex reindex --offline   # URL roots from their cache, no network
     """
     options = options_of(ctx, as_json)
     from skillindex.cli.progress import Progress  # noqa: PLC0415  (this command's alone)
@@ -67,10 +70,11 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
     progress = (Progress() if sys.stderr.isatty() and not options.json and not quiet
                 else None)
     try:
-        report = _unchanged(options, all_roots=all_roots, jobs=jobs, progress=progress)
+        report = _unchanged(options, all_roots=all_roots, jobs=jobs, progress=progress,
+                            offline=offline)
         if report is None:
             report = _reindexed(options, all_roots=all_roots, no_wait=no_wait, jobs=jobs,
-                                progress=progress)
+                                progress=progress, offline=offline)
     finally:
         if progress is not None:
             progress.clear()
@@ -100,6 +104,10 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
         top = ", ".join(f"{reason.code} ({reason.candidates})" for reason in reasons)
         echo(f"most skills were rejected ({report.rejected} of {report.seen}); the top reasons: "
              f"{top}; `skillindex rejections --summary` counts them all")
+    for fetch in report.fetches:
+        echo(f"fetched {fetch['url']}: {count(int(str(fetch['requests'])), 'request')}, "
+             f"{count(int(str(fetch['downloads'])), 'download')} "
+             f"({fetch['bytes']} bytes), {fetch['kept']} kept, {fetch['removed']} removed")
     for problem in report.problems:
         echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]", err=True)
     if report.seen == 0:
@@ -112,18 +120,18 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
 
 
 def _unchanged(options: Options, *, all_roots: bool, jobs: int | None,
-               progress: Progress | None) -> IndexReport | None:
+               progress: Progress | None, offline: bool) -> IndexReport | None:
     """The reindex of a migrated SQLite index that finds nothing new, through sqlite3 (it only
     records its run); None when there is more to write, for the full path."""
     from skillindex.query import oneshot  # noqa: PLC0415
 
     return oneshot.reindex(options.config, db=options.db, cwd=options.cwd,
                            index=options.index, all_roots=all_roots, jobs=jobs,
-                           progress=progress)
+                           progress=progress, offline=offline)
 
 
 def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | None,
-               progress: Progress | None) -> IndexReport:
+               progress: Progress | None, offline: bool) -> IndexReport:
     with options.open(create=True) as index:
 
         def waiting(holder: str) -> None:
@@ -133,7 +141,7 @@ def _reindexed(options: Options, *, all_roots: bool, no_wait: bool, jobs: int | 
         if progress is not None:
             progress.clear()  # what an unfinished check drew: the walk starts again
         return index.reindex(all_roots=all_roots, progress=progress, wait=not no_wait,
-                             on_wait=waiting, jobs=jobs)
+                             on_wait=waiting, jobs=jobs, offline=offline)
 
 
 def _narrowing(command: Callable[..., None]) -> Callable[..., None]:
@@ -300,6 +308,9 @@ def roots(ctx: click.Context, as_json: bool) -> None:
            [[s.spec.precedence, s.spec.provider, s.spec.scope, s.candidates, s.rejected,
              _root_state(s), s.spec.path] for s in states])
     for state in states:
+        if state.spec.remote is not None:
+            echo(f"  {state.spec.path}: from {state.spec.remote.url}"
+                 + (f", {state.stale}" if state.stale else ""))
         for problem in state.problems:
             echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
     for problem in problems:
@@ -313,6 +324,8 @@ def _hinted(entry: dict[str, Any], hint: str | None) -> dict[str, Any]:
 def _root_state(state: Any) -> str:
     if state.spec.disabled_by:
         return "disabled"
+    if state.stale:
+        return "stale"
     if not state.present:
         return "missing"
     return "indexed" if state.indexed else "not indexed"
@@ -418,9 +431,12 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         winner = explanation.winner
         withheld = ("it is not in the catalog" if winner is None
                     else withheld_reason(index.manifests([winner])[0]))
+        origins = {str(v.candidate.path): index.origin(v.candidate)
+                   for v in explanation.verdicts}
     if options.json:
         print_json({**explanation.as_dict(),
-                    "mcp": {"served": withheld is None, "reason": withheld}})
+                    "mcp": {"served": withheld is None, "reason": withheld},
+                    "origins": {path: found for path, found in origins.items() if found}})
         return
     for each in explanation.winners:
         alias = f" as {each.name}" if each.name != explanation.name else ""
@@ -437,6 +453,10 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
                    f"{c.path}")
         echo(f"  {'':<9}  {verdict.reason}")
+        found = origins.get(str(c.path))
+        if found is not None:
+            echo(f"  {'':<9}  fetched from {found['url']} ({found['digest']})"
+                 + (f", {found['stale']}" if found["stale"] else ""))
         for finding in c.findings:
             if finding.severity == "warning" or verdict.outcome != "rejected":
                 echo(f"  {'':<9}  {finding.severity} {finding.code}: {finding.message}")

@@ -107,7 +107,7 @@ def reindex(engine: Engine, roots: Sequence[RootSpec], *, index_name: str, cwd: 
     if counts["added"] + counts["changed"] >= queries.ANALYZE_AFTER:
         queries.refresh_statistics(engine)
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock,
-                       roots=len(writes), problems=tuple(problems), **counts)
+                       roots=len(writes), problems=tuple(problems), fetches=(), **counts)
 
 
 def targets_of(paths: Iterable[str | os.PathLike[str]], roots: Sequence[RootSpec],

@@ -105,7 +105,30 @@ def finding_counts(store: Library, here: Here, *, rejected: bool) -> list[Findin
 
 def roots(store: Library, here: Here) -> list[RootState]:
     with store.session() as session:
-        return queries.root_states(session, here.index_name, here.roots)
+        states = queries.root_states(session, here.index_name, here.roots)
+    if not any(spec.remote for spec in here.roots):
+        return states
+    from skillindex.index import remote  # noqa: PLC0415 (only where a URL root is)
+
+    return [state if state.spec.remote is None else
+            replace(state, stale=remote.stale_note(state.spec)) for state in states]
+
+
+def origin(here: Here, candidate: Candidate) -> dict[str, str | None] | None:
+    """Where a candidate of a URL root was fetched from (the artifact's URL and digest) and
+    whether that copy is stale; None for a local candidate."""
+    spec = next((spec for spec in here.roots
+                 if spec.remote is not None and spec.path == candidate.root), None)
+    if spec is None:
+        return None
+    from skillindex.index import remote  # noqa: PLC0415 (only where a URL root is)
+
+    status = remote.status(spec)
+    name = candidate.directory.name
+    found = status.provenance(name) if status else None
+    return {"url": None if found is None else found["url"],
+            "digest": None if found is None else found["digest"],
+            "stale": status.entry_note(name) if status else None}
 
 
 def stale_roots(store: Library, here: Here) -> list[Path]:
@@ -117,7 +140,7 @@ def stale_roots(store: Library, here: Here) -> list[Path]:
 def staleness_note(store: Library, here: Here) -> str | None:
     """Why the index may show fewer skills than the folders hold, in words; None if no reason
     is known."""
-    return staleness.note(here.settings, lambda: stale_roots(store, here))
+    return staleness.note(here.settings, lambda: stale_roots(store, here), here.roots)
 
 
 def risks(store: Library, here: Here, *, code: str | None) -> list[RiskFinding]:

@@ -299,7 +299,7 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
     hinted = argument_hints(hosts)
     hints = list(map(hinted.get, cids, repeat(""))) if hinted else []
     return Listing(columns, collided, staleness.note(
-        setup.settings, lambda: staleness.stale_roots(roots, scans)), hints)
+        setup.settings, lambda: staleness.stale_roots(roots, scans), roots), hints)
 
 
 Entry = dict[str, object]
@@ -434,7 +434,7 @@ def search(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
 def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
             index: str | None, all_roots: bool = False, jobs: int | None = None,
             progress: Callable[[int, int | None, str], None] | None = None,
-            ) -> IndexReport | None:
+            offline: bool = False) -> IndexReport | None:
     """`SkillIndex.reindex(all_roots=...)` when it finds every skill, root and problem as
     stored, which writes nothing but its run; None for the full path (whatever else there is
     to write). Up to `jobs` processes (default: a core each) share the walk."""
@@ -445,6 +445,8 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         return None
     started, clock = datetime.now(UTC), time.perf_counter()
     plan = plan_roots(setup.settings, setup.env)
+    if not offline and any(spec.remote is not None for spec in plan.roots):
+        return None  # a URL root is fetched first, by the full path
     # Unless a root quarantines, the stored resolution must be there for the roots as they
     # are, as the full path would leave it.
     key_of = _key_of(Here.of(setup.settings, plan.roots))
@@ -478,7 +480,7 @@ def reindex(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         return None
     counts, problems, roots = found[0]
     return IndexReport(run_id=run_id, duration_s=time.perf_counter() - clock, roots=roots,
-                       problems=(*plan.problems, *problems), **counts)
+                       problems=(*plan.problems, *problems), fetches=(), **counts)
 
 
 def _workers_ahead(new_roots: Sequence[RootSpec], jobs: int, limits: Limits) -> None:

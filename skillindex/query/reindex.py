@@ -5,6 +5,7 @@ the first listing after it is a lookup."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from skillindex.index import indexer, parallel
 from skillindex.index.indexer import Progress
-from skillindex.model import IndexReport, ScanProblem
+from skillindex.model import IndexReport, RootSpec, ScanProblem
 from skillindex.query import winners
 from skillindex.query.library import Library
 from skillindex.query.reader import Here
@@ -26,15 +27,20 @@ if TYPE_CHECKING:
 def reindex(store: Library, here: Here, problems: Sequence[ScanProblem], *, cwd: Path,
             all_roots: bool, paths: Iterable[str | Path] | None, progress: Progress | None,
             wait: bool, timeout: float | None, on_wait: OnWait | None,
-            jobs: int | None) -> IndexReport:
+            jobs: int | None, offline: bool = False) -> IndexReport:
     """Rescan `here`'s roots (every known root with `all_roots`; with `paths`, only the skill
-    directories holding them), adding `problems` (the plan's) to the run's."""
+    directories holding them), adding `problems` (the plan's) to the run's. A full rescan
+    first brings each URL root's verified cache up to its publisher's index, unless
+    `offline`."""
     limit = here.settings.reindex_timeout if timeout is None else timeout
     with units.failing_as(store.engine, "write the index"), reindex_lock(
             store.engine, here.index_name, wait=wait, timeout=limit, on_wait=on_wait) as lock:
         previous = _stored_key(store, here)
         roots = list(here.roots)
         targets = None
+        fetched: list[dict[str, object]] = []
+        if not offline and paths is None:
+            problems = [*problems, *_fetch(roots, here, fetched)]
         if all_roots or paths is not None:
             with store.session() as session:
                 stored = queries.stored_roots(session, here.index_name)
@@ -43,13 +49,38 @@ def reindex(store: Library, here: Here, problems: Sequence[ScanProblem], *, cwd:
                 roots.extend(spec for spec in stored if spec.path not in planned)
             if paths is not None:
                 targets = indexer.targets_of(paths, roots, {str(spec.path) for spec in stored})
-        return indexer.reindex(store.engine, roots, index_name=here.index_name, cwd=cwd,
+        report = indexer.reindex(store.engine, roots, index_name=here.index_name, cwd=cwd,
                                all_roots=all_roots, limits=here.settings.limits,
                                extra_problems=problems, progress=progress, lock=lock,
                                after_write=functools.partial(_materialize, here=here,
                                                              previous=previous),
                                targets=targets,
                                jobs=parallel.default_jobs() if jobs is None else jobs)
+        return dataclasses.replace(report, fetches=tuple(fetched)) if fetched else report
+
+
+def _fetch(roots: Sequence[RootSpec], here: Here,
+           fetched: list[dict[str, object]]) -> list[ScanProblem]:
+    """Sync every URL root among `roots` (under the reindex lock, so no two processes write a
+    cache at once); what could not be fetched is a problem of the run, the last good copy
+    stays indexed."""
+    problems: list[ScanProblem] = []
+    for spec in roots:
+        if spec.remote is None or spec.disabled_by:
+            continue
+        from skillindex.index import remote  # noqa: PLC0415 (only where a URL root is)
+
+        report = remote.sync(spec, limits=here.settings.limits)
+        fetched.append(report.as_dict())
+        if report.stale:
+            problems.append(ScanProblem(spec.path, spec.path, "remote-stale",
+                                        f"{spec.remote.url}: the last good copy stays: "
+                                        f"{report.stale}"))
+        for name, why in sorted(report.failed.items()):
+            problems.append(ScanProblem(spec.path, spec.path / name, "remote-stale",
+                                        f"{name} from {spec.remote.url}: the last good copy "
+                                        f"stays: {why}"))
+    return problems
 
 
 def _stored_key(store: Library, here: Here) -> str | None:

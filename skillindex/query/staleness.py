@@ -30,16 +30,35 @@ def stale_roots(specs: Sequence[RootSpec], scans: Scans) -> list[Path]:
     return stale
 
 
-def note(settings: Settings, stale: Callable[[], list[Path]]) -> str | None:
+def note(settings: Settings, stale: Callable[[], list[Path]],
+         specs: Sequence[RootSpec] = ()) -> str | None:
     """Why the index may show fewer skills than the folders hold, in words; None if no reason
-    is known: skills switched off, roots never indexed or changed since (`stale()`)."""
+    is known: skills switched off, roots never indexed or changed since (`stale()`), URL
+    roots among `specs` whose last fetch failed."""
     if not settings.enabled:
         where = f" in {settings.source}" if settings.source else ""
         return f"skills are switched off ([skills] enabled = false{where})"
+    notes = remote_notes(specs)
     paths = stale()
-    if not paths:
-        return None
-    shown = ", ".join(str(path) for path in paths[:3]) + (", …" if len(paths) > 3 else "")
-    some = "1 root" if len(paths) == 1 else f"{len(paths)} roots"
-    return (f"{some} of this directory changed since the last reindex or never had one "
-            f"({shown}); `skillindex reindex` brings the index up to date")
+    if paths:
+        shown = ", ".join(str(path) for path in paths[:3]) + (", …" if len(paths) > 3 else "")
+        some = "1 root" if len(paths) == 1 else f"{len(paths)} roots"
+        notes.insert(0, f"{some} of this directory changed since the last reindex or never "
+                     f"had one ({shown}); `skillindex reindex` brings the index up to date")
+    return "; ".join(notes) or None
+
+
+def remote_notes(specs: Sequence[RootSpec]) -> list[str]:
+    """"URL: stale since T: why" for each URL root whose indexed copy is not its publisher's
+    as of the last fetch."""
+    if not any(spec.remote for spec in specs):
+        return []
+    from skillindex.index import remote  # noqa: PLC0415 (only where a URL root is)
+
+    notes = []
+    for spec in specs:
+        if spec.remote is not None and spec.disabled_by is None:
+            stale = remote.stale_note(spec)
+            if stale:
+                notes.append(f"{spec.remote.url}: {stale}")
+    return notes
