@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from skillindex import fsio
+from skillindex import fsio, inputs
 from skillindex.config import is_loopback
+from skillindex.errors import SkillIndexError
 from skillindex.index import archive
 from skillindex.model import Limits, RootSpec
 
@@ -253,8 +254,8 @@ def _check_url(url: str, spec: RootSpec) -> None:
 
 def _parse_index(body: bytes, url: str) -> list[Entry]:
     try:
-        document = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        document = inputs.load_json(body.decode("utf-8"), what="skills index", source=url)
+    except (UnicodeDecodeError, ValueError, SkillIndexError) as exc:
         raise FetchError(f"{url} is not a JSON index: {exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("skills"), list):
         raise FetchError(f"{url} is not a skills index (no `skills` array)")
@@ -392,11 +393,11 @@ def _collect(cache: Path, state: dict[str, Any]) -> None:
 
 
 def _load_state(cache: Path) -> dict[str, Any]:
-    path = cache / STATE_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
+        data = inputs.read_document(cache / STATE_FILE, "json", max_bytes=MAX_INDEX_BYTES * 4,
+                                    what="URL root's state").data
+    except (OSError, SkillIndexError):
+        return {}  # never fetched, or not ours: the next fetch starts over
     return data if isinstance(data, dict) else {}
 
 
