@@ -151,3 +151,32 @@ def test_the_wheel_the_docs_name_is_this_version() -> None:
     for page in PAGES:
         for version in re.findall(r"skillindex-([0-9][^-]*)-py3-none-any\.whl", page.read_text()):
             assert version == skillindex.__version__, page.name
+
+
+def test_json_is_accepted_after_every_command_as_commands_md_says() -> None:
+    import click
+
+    from tests.clitree import commands
+
+    assert "`--json` is also accepted after it" in (REPO / "docs" / "commands.md").read_text()
+    without = [" ".join(path) for path, command in commands()
+               if path and not (isinstance(command, click.Group)
+                                and not command.invoke_without_command)
+               and not any("--json" in getattr(p, "opts", ()) for p in command.params)]
+    assert without == []
+
+
+def test_db_current_json_after_the_command_prints_the_revision(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+
+    db = str(tmp_path / "index.sqlite")
+    runner = CliRunner()
+    upgraded = runner.invoke(cli, ["--db", db, "db", "upgrade", "--json"])
+    assert upgraded.exit_code == 0, upgraded.output
+    current = runner.invoke(cli, ["--db", db, "db", "current", "--json"])
+    assert current.exit_code == 0, current.output
+    assert json.loads(current.output) == json.loads(upgraded.output)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -589,3 +590,44 @@ def test_instructions_that_leave_skills_out_say_how_many_and_name_search_skills(
             assert last == (f"<!-- {120 - listed} more skills are not listed here; the "
                             "search_skills tool finds them by what they do. -->")
         Tree(root, index).run(test)
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_the_handshake_hosts_use_declares_the_extension_and_a_changing_list(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    # What Claude Code, Codex and the MCP Inspector send: the SDK alone trims `extensions`
+    # from this era's answer and says resources never change, though a reindex is announced.
+    isolate_cli(tmp_path, monkeypatch, tmp_path / "skills")
+    write_skill(tmp_path / "skills", "pdf")
+    assert CliRunner().invoke(cli, ["reindex"]).exit_code == 0
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": version, "capabilities": {},
+                             "clientInfo": {"name": "host", "version": "1"}}}
+    done = subprocess.run([sys.executable, "-m", "skillindex", "serve"],
+                          input=json.dumps(initialize) + "\n", capture_output=True, text=True,
+                          timeout=60, check=False)
+    answer = json.loads(done.stdout.splitlines()[0])["result"]
+    assert answer["protocolVersion"] == version
+    capabilities = answer["capabilities"]
+    assert capabilities["extensions"] == {skills.EXTENSION: {"directoryRead": True}}
+    assert capabilities["resources"]["listChanged"] is True
+
+
+def test_every_tool_is_read_only_and_idempotent(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        assert len(tools) == 4
+        for tool in tools:
+            hints = tool.annotations
+            assert hints is not None, tool.name
+            assert (hints.read_only_hint, hints.idempotent_hint, hints.destructive_hint) == (
+                True, True, False), tool.name
+    tree.run(test)
+
+
+def test_serve_help_names_every_tool(tree: Tree) -> None:
+    async def test(client: Client) -> None:
+        text = " ".join(CliRunner().invoke(cli, ["serve", "--help"]).output.split())
+        for tool in (await client.list_tools()).tools:
+            assert tool.name in text
+    tree.run(test)

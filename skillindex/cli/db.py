@@ -23,10 +23,11 @@ def db() -> None:
 
 
 def _migration(action: str) -> Callable[..., None]:
-    def run(ctx: click.Context, revision: str | None = None, discard_audit: bool = False) -> None:
+    def run(ctx: click.Context, revision: str | None = None, discard_audit: bool = False,
+            as_json: bool = False) -> None:
         from skillindex.api import migrate_database  # noqa: PLC0415
 
-        options = options_of(ctx)
+        options = options_of(ctx, as_json)
         current = migrate_database(action, revision, db=options.db, cwd=options.cwd,
                                    discard_audit=discard_audit)
         if options.json:
@@ -38,8 +39,9 @@ def _migration(action: str) -> Callable[..., None]:
 
 @db.command()
 @click.argument("revision", required=False, default="head", type=params.REVISION)
+@json_option
 @click.pass_context
-def upgrade(ctx: click.Context, revision: str) -> None:
+def upgrade(ctx: click.Context, revision: str, as_json: bool) -> None:
     """Migrate the database up to REVISION (default: head).
 
     A database that does not exist yet is created.
@@ -49,7 +51,7 @@ def upgrade(ctx: click.Context, revision: str) -> None:
       skillindex db upgrade
       skillindex --db postgresql://agent@dbhost/skills db upgrade
     """
-    _migration("upgrade")(ctx, revision)
+    _migration("upgrade")(ctx, revision, as_json=as_json)
 
 
 # `-1` looks like an option to click; taking unknown options as arguments lets it through.
@@ -57,8 +59,9 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.argument("revision", type=params.REVISION)
 @click.option("--discard-audit", is_flag=True,
               help="Allow dropping audit events (the table or its chain); refused without it.")
+@json_option
 @click.pass_context
-def downgrade(ctx: click.Context, revision: str, discard_audit: bool) -> None:
+def downgrade(ctx: click.Context, revision: str, discard_audit: bool, as_json: bool) -> None:
     """Migrate the database down to REVISION.
 
     `base` empties it; `-1` goes one step down. A step that would drop audit events, or their
@@ -69,20 +72,21 @@ def downgrade(ctx: click.Context, revision: str, discard_audit: bool) -> None:
       skillindex db downgrade -1
       skillindex db downgrade base --discard-audit
     """
-    _migration("downgrade")(ctx, revision, discard_audit)
+    _migration("downgrade")(ctx, revision, discard_audit, as_json)
 
 
 @db.command()
+@json_option
 @click.pass_context
-def current(ctx: click.Context) -> None:
+def current(ctx: click.Context, as_json: bool) -> None:
     """Print the database's migration revision.
 
     \b
     Examples:
       skillindex db current
-      skillindex --json db current
+      skillindex db current --json
     """
-    _migration("current")(ctx)
+    _migration("current")(ctx, as_json=as_json)
 
 
 @db.command(name="grants")

@@ -61,18 +61,21 @@ _URL = params.Text(max_length=8_000, empty=False)
               help="Skills per skills/list page (a skill is never split across pages).")
 @click.option("--poll", type=params.seconds(0.05, 86_400), default=1.0, show_default=True,
               metavar="SECONDS", help="How often to look for a committed reindex.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Accepted here as after every command; serve prints no data of its own "
+              "(the MCP protocol is JSON).")
 @click.pass_context
 def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, tokens: Path | None,
           introspect: str | None, issuer: str | None, client_id: str | None,
           scopes: tuple[str, ...], insecure_no_auth: bool, tls_cert: Path | None,
           tls_key: Path | None, requests_per_second: float | None,
-          bytes_per_minute: int | None, page_size: int, poll: float) -> None:
+          bytes_per_minute: int | None, page_size: int, poll: float, as_json: bool) -> None:
     """Serve the skills of this directory over MCP (stdio unless --http).
 
     The winners that `skillindex list` shows are published through the MCP skills extension
     (skills/list, skills/get, resources/read, resources/directory/read) and the tools
-    list_skills, load_skill and read_skill_file. Every read is verified against the index and
-    audited under the client's name. A reindex is noticed without a restart.
+    list_skills, search_skills, load_skill and read_skill_file. Every read is verified against
+    the index and audited under the client's name. A reindex is noticed without a restart.
 
     Over HTTP off this machine a bearer token is required (--tokens or --introspect); each
     read is audited under the token's principal, and each principal is limited in requests a
@@ -93,7 +96,7 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
         flags = {param.name: param.opts[0] for param in ctx.command.params}
         fail(ctx, f"{flags[sorted(given)[0]]} is for HTTP: give --http HOST:PORT too",
              EXIT_USAGE)
-    options = options_of(ctx)
+    options = options_of(ctx, as_json)
     address = listen
     plan = None
     if address is not None:

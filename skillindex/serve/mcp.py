@@ -185,6 +185,19 @@ class Skills:
             self.legacy_sessions.append(session)
         return result
 
+    async def declare(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        """Middleware completing a handshake-era `initialize` answer, which the SDK trims to
+        that era's schema: the skills extension is declared there too (as the extension's
+        reference SDK declares it, and as hosts of that era look for it), and resources say
+        that their list changes, since such a connection is told of each reindex."""
+        result = await call_next(ctx)
+        capabilities = result.get("capabilities") if isinstance(result, dict) else None
+        if ctx.method == "initialize" and isinstance(capabilities, dict):
+            capabilities.setdefault("extensions", {skills.EXTENSION: {"directoryRead": True}})
+            if isinstance(capabilities.get("resources"), dict):
+                capabilities["resources"]["listChanged"] = True
+        return result
+
     async def refuse_unauthenticated(self, body: bytes, peer: str) -> None:
         """Audit, as refused, each read in the body of a request that carried no valid token
         (the SDK answers it 401): the attempt is on record though nothing was disclosed."""
@@ -449,6 +462,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
                          subscriptions=state.bus, auth=auth, token_verifier=verifier)
         state.on_change.append(self._new_instructions)
         self.middleware.append(state.remember)
+        self.middleware.append(state.declare)
         self._add_tools()
 
     def _new_instructions(self) -> None:
@@ -522,12 +536,18 @@ class SkillServer(MCPServer[dict[str, Any]]):
             played = None if files is None else files_in_play(files, env.cwd, project_top(env))
             return state.search(query, limit, played)
 
+        # Every tool only reads: a host may call them without asking (the audit row a read
+        # appends is this server's record, not a change the client makes).
+        read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                    idempotent_hint=True, open_world_hint=False)
         self.add_tool(search_skills, name="search_skills", structured_output=True,
-                      annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                                  idempotent_hint=True, open_world_hint=False))
-        self.add_tool(list_skills, name="list_skills", structured_output=False)
-        self.add_tool(load_skill, name="load_skill", structured_output=False)
-        self.add_tool(read_skill_file, name="read_skill_file", structured_output=False)
+                      annotations=read_only)
+        self.add_tool(list_skills, name="list_skills", structured_output=False,
+                      annotations=read_only)
+        self.add_tool(load_skill, name="load_skill", structured_output=False,
+                      annotations=read_only)
+        self.add_tool(read_skill_file, name="read_skill_file", structured_output=False,
+                      annotations=read_only)
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
