@@ -79,6 +79,8 @@ def test_every_parameter_of_every_command_has_a_type_of_its_own() -> None:
     ("db", "upgrade", PAST), ("db", "upgrade", "0001-01-01"),
     ("watch", "--full-every", "1e20"), ("watch", "--quiet-ms", HUGE),
     ("serve", "--poll", "nan"), ("reindex", "--jobs", "100000"),
+    ("usage", "--since", "9999-12-31T23:59:59+14:00"), ("usage", "--since", "9999-12-31"),
+    ("usage", "--since", "0001-01-01"), ("usage", "--since", "3650000d"),
 ], ids=lambda args: " ".join(a if isinstance(a, str) else repr(a) for a in args)[:60])
 def test_a_value_a_command_cannot_use_is_a_usage_error(setup: Path,
                                                        args: tuple[str | bytes, ...]) -> None:

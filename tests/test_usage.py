@@ -258,6 +258,14 @@ def test_a_window_start_that_is_neither_is_refused(given: str) -> None:
         window_start(given, NOW)
 
 
+@pytest.mark.parametrize("given", ["9999-12-31T23:59:59+14:00", "9999-12-31", "0001-01-01",
+                                   "0001-01-01T12:00:00+14:00", "999999d"])
+def test_a_window_start_at_the_calendar_s_end_is_refused(busy: SkillIndex, given: str) -> None:
+    # The window is counted from the midnight after its start, which must exist.
+    with pytest.raises(ConfigError, match="from 0001-01-02 to 9999-12-30"):
+        busy.usage(since=given)
+
+
 @pytest.mark.parametrize(("values", "expected"), [
     ([0, 0, 0], "···"),
     ([0, 1, 8, 4], "·▁█▄"),

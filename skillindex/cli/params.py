@@ -158,7 +158,8 @@ class Time(click.ParamType[str, Any]):
 
 class Window(click.ParamType[str, Any]):
     """The start of a window of time: an ISO 8601 date or time, or a duration back from now
-    (`30d`, `12h`), whose instant the store can compare (from 0001-01-01 to 9999-12-31 in UTC).
+    (`30d`, `12h`), whose instant the store can compare and count whole days from (from
+    0001-01-02 to 9999-12-30 in UTC).
     Given on as typed; the library reads it again at its own now."""
 
     name = "iso|duration"

@@ -38,17 +38,28 @@ def window_start(since: str | datetime | None, now: datetime) -> datetime:
     or a duration back from `now` (`30d`, `12h`, `2w`, `90m`, `45s`); 30 days by default."""
     if since is None:
         return now - timedelta(days=DEFAULT_DAYS)
-    if isinstance(since, str):
-        found = _DURATION.fullmatch(since.strip().lower())
-        if found is not None:
-            amount, unit = found.groups()
-            return now - timedelta(**{_UNITS[unit]: int(amount)})
     try:
+        if isinstance(since, str):
+            found = _DURATION.fullmatch(since.strip().lower())
+            if found is not None:
+                amount, unit = found.groups()
+                return _counted_in_days(now - timedelta(**{_UNITS[unit]: int(amount)}))
         start = since_of(since)
+        assert start is not None
+        return _counted_in_days(start)
     except ConfigError:
         raise ConfigError(f"since must be an ISO 8601 date or time or a duration such as 30d, "
                           f"12h or 2w, not {since!r}") from None
-    assert start is not None
+    except OverflowError:
+        raise ConfigError(f"since must lie from 0001-01-02 to 9999-12-30 in UTC, not "
+                          f"{since!r}") from None
+
+
+def _counted_in_days(start: datetime) -> datetime:
+    """`start`, when the day on each side of it exists too (a window is counted in whole UTC
+    days from the midnight after its start); else OverflowError."""
+    start.astimezone(UTC) - timedelta(days=1)
+    start.astimezone(UTC) + timedelta(days=1)
     return start
 
 
