@@ -340,3 +340,24 @@ def test_a_worker_that_dies_leaves_its_skills_to_the_parent(
 
     assert report.as_dict() == expected
     assert len(report.skills) == 300
+
+
+def test_descriptions_that_answer_the_same_requests_are_warned_about(work: Path) -> None:
+    write_skill(work / "skills", "pdf-forms", description="Fill in PDF forms, flatten the "
+                "fields and sign the pages of a PDF document.")
+    write_skill(work / "skills", "pdf-filler", description="Fill in and sign PDF forms - fields, "
+                "pages and flattening of a PDF document.")
+    write_skill(work / "skills", "csv", description="Merge, clean and convert CSV files "
+                "into spreadsheets.")
+
+    report = as_json()
+
+    found = {(skill["name"], f["code"], f["line"], f["message"].split(":")[0])
+             for skill in report["skills"] for f in skill["findings"]}
+    assert found == {
+        ("pdf-filler", "description-overlap", 3, "the description shares 82% of its words "
+         "with that of 'pdf-forms' (skills/pdf-forms/SKILL.md)"),
+        ("pdf-forms", "description-overlap", 3, "the description shares 82% of its words "
+         "with that of 'pdf-filler' (skills/pdf-filler/SKILL.md)")}
+    assert report["ok"] is True  # a warning: the author decides
+    assert run("--fail-on", "warning").exit_code == 1

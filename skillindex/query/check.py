@@ -15,7 +15,7 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skillindex.errors import ConfigError
@@ -36,6 +36,7 @@ from skillindex.model import (
     Status,
     Validation,
 )
+from skillindex.query.overlap import overlaps
 
 # A folder of skills is walked this deep: `skills/<group>/<skill>` in a repository, as the
 # codex preset walks its roots.
@@ -54,6 +55,8 @@ class CheckedSkill:
     files: tuple[str, ...] = ()  # its files relative to the folder, SKILL.md included
     real_dir: str = ""
     name_line: int | None = None  # the line of SKILL.md its `name` field is on
+    description: str | None = None
+    description_line: int | None = None
 
     @property
     def entry(self) -> Path:
@@ -146,6 +149,8 @@ def check(paths: Sequence[str | os.PathLike[str]], *, base: Path,
             workers.shutdown()
     unique = _one_per_folder(skills)
     collided = _collisions(unique, base, strict=validation is Validation.STRICT)
+    for index, more in _overlaps(unique, base).items():
+        collided.setdefault(index, []).extend(more)
     checked = tuple(skill if not collided.get(index) else _with(skill, collided[index])
                     for index, skill in enumerate(unique))
     return CheckReport(base, validation, checked, tuple(problems), tuple(empty))
@@ -290,7 +295,8 @@ def _judged(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
     findings.sort(key=lambda f: (f.file != entry, str(f.file), f.line or 0))
     return CheckedSkill(name, directory, verdict.status, tuple(findings),
                         tuple(r.rel_path for r in scan.resources), scan.real_dir,
-                        _name_line(scan.entry_data))
+                        _name_line(scan.entry_data), verdict.description,
+                        lines.lines().get("description"))
 
 
 def gravity_of(finding: Finding) -> Gravity:
@@ -372,8 +378,7 @@ def _one_per_folder(skills: list[CheckedSkill]) -> list[CheckedSkill]:
 
 
 def _with(skill: CheckedSkill, more: list[FileFinding]) -> CheckedSkill:
-    return CheckedSkill(skill.name, skill.directory, skill.status, (*skill.findings, *more),
-                        skill.files, skill.real_dir, skill.name_line)
+    return replace(skill, findings=(*skill.findings, *more))
 
 
 def _collisions(skills: Sequence[CheckedSkill], base: Path, *,
@@ -395,4 +400,24 @@ def _collisions(skills: Sequence[CheckedSkill], base: Path, *,
                 skills[index].entry, skills[index].name_line, name))
     # Names cannot hold `:` or `/` (name-reserved), so two names' skill:// URIs never meet;
     # the set has no plugins and no keep-all, the reindex's sources of uri-collision.
+    return found
+
+
+def _overlaps(skills: Sequence[CheckedSkill], base: Path) -> dict[int, list[FileFinding]]:
+    """A warning on both skills of each pair whose descriptions would answer the same requests,
+    at the description, naming the other skill."""
+    found: dict[int, list[FileFinding]] = defaultdict(list)
+    described = [i for i, skill in enumerate(skills)
+                 if skill.status is Status.ACCEPTED and skill.description]
+    pairs = overlaps([(skills[i].name, skills[i].description) for i in described])
+    for pair in pairs:
+        first, second = described[pair.first], described[pair.second]
+        for one, other in ((first, second), (second, first)):
+            skill, neighbour = skills[one], skills[other]
+            found[one].append(FileFinding(
+                "description-overlap", Gravity.WARNING,
+                f"the description shares {pair.score:.0%} of its words with that of "
+                f"{neighbour.name!r} ({shown(neighbour.entry, base)}): a request meant for one "
+                f"would pick the other as readily ({', '.join(pair.shared[:8])})",
+                skill.entry, skill.description_line, skill.name))
     return found

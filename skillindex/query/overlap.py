@@ -1,0 +1,81 @@
+"""Descriptions that ask for the same requests: pairs of skills whose names and descriptions share
+so many of the words a search matches on that a request meant for one would pick the other."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from skillindex.query.search import _WORD, FUNCTION_WORDS
+
+# Chosen on a hand-labelled sample of pairs of the public registry's skills, for a precision of
+# 0.9 or more: `python -m scripts.overlap` (docs/decisions.md).
+THRESHOLD = 0.6
+# A description this short says too little to be judged by its words.
+MIN_WORDS = 4
+COMMON_FLOOR = 100
+# Words nearly every description holds beside what the skill is for ("Use when the user asks
+# to ..."): shared by two skills, they say nothing about the requests either answers.
+BOILERPLATE = frozenset({
+    "use", "used", "uses", "using", "when", "whenever", "skill", "skills", "user", "users",
+    "asks", "ask", "asked", "help", "helps", "helping", "need", "needs", "want", "wants",
+    "like", "also", "e", "g", "etc", "including", "include", "includes", "via", "based",
+    "any", "new", "make", "making", "work", "working", "task", "tasks", "trigger",
+    "triggers", "request", "requests", "requested", "mentions", "mention", "claude", "agent",
+    "agents", "ai", "provides", "provide", "guide", "guidance", "support", "supports",
+    "mode", "one", "two", "get", "set", "run", "runs", "within", "across", "specific",
+})
+
+
+def words(text: str | None) -> frozenset[str]:
+    """The words of a name or description a request would be matched on."""
+    return frozenset(word for word in _WORD.findall((text or "").replace("-", " ").lower())
+                     if word not in FUNCTION_WORDS and word not in BOILERPLATE
+                     and not word.isdigit())
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """How much of the two sets of words is shared (Dice: 0 none, 1 the same words)."""
+    if not a or not b:
+        return 0.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """Two skills (their positions in the set) and the similarity of their words."""
+
+    first: int
+    second: int
+    score: float
+    shared: tuple[str, ...]
+
+
+def overlaps(skills: Sequence[tuple[str | None, str | None]], *,
+             threshold: float = THRESHOLD) -> list[Overlap]:
+    """The pairs of (name, description) whose words are `threshold` alike or more, each pair
+    once (first < second), in order of position; found through the words they share, so a
+    set of thousands costs what its shared words cost."""
+    described = [words(description) for _, description in skills]
+    sets = [words(name) | found for (name, _), found in zip(skills, described, strict=True)]
+    holders: dict[str, list[int]] = defaultdict(list)
+    for position, found in enumerate(sets):
+        if len(described[position]) >= MIN_WORDS:
+            for word in found:
+                holders[word].append(position)
+    # Pairs are proposed by the words few skills hold: two skills alike in most of their
+    # words share one of those, and a word half the set holds would propose every pair.
+    common = max(COMMON_FLOOR, len(sets) // 20)
+    pairs: set[tuple[int, int]] = set()
+    for positions in holders.values():
+        if len(positions) <= common:
+            pairs.update((first, second) for i, first in enumerate(positions)
+                         for second in positions[i + 1:])
+    found_pairs = []
+    for first, second in sorted(pairs):
+        score = similarity(sets[first], sets[second])
+        if score >= threshold:
+            found_pairs.append(Overlap(first, second, round(score, 4),
+                                       tuple(sorted(sets[first] & sets[second]))))
+    return found_pairs
