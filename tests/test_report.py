@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sqlite3
 import stat
 from collections.abc import Iterator
 from dataclasses import replace
@@ -220,3 +221,25 @@ def test_many_never_used_names_are_folded_and_a_few_are_shown(
     assert "<details>" not in shown.group(0) and shown.group(0).count("<li>") == NEVER_SHOWN_OPEN
     assert f"<summary>the {NEVER_SHOWN_OPEN + 1} names</summary>" in folded.group(0)
     assert folded.group(0).count("<li>") == NEVER_SHOWN_OPEN + 1
+
+
+def test_figures_of_the_wrong_type_in_the_store_are_printed_escaped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A SQLite column holds any type whatever its declared one: a tampered figure is shown as
+    # it is, escaped, and drawn as nothing, never an internal error or markup of its own.
+    root = tmp_path / "skills"
+    write_skill(root, "pdf")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex", "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["read", "skill://pdf"]).exit_code == 0
+    assert runner.invoke(cli, ["verify"]).exit_code == 0
+    marked = "<b>9</b>"
+    with contextlib.closing(sqlite3.connect(tmp_path / "cli.sqlite")) as db, db:
+        db.execute("UPDATE verify_run SET skills = ?, files = ?, drifted = ?",
+                   (marked, 1e400, marked))
+        db.execute("UPDATE usage_day SET body = ?, failed = ?", (marked, -5))
+    result = runner.invoke(cli, ["report", "--html", "out.html"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "out.html").read_text(encoding="utf-8")
+    assert marked not in page and html(marked) in page

@@ -3,6 +3,7 @@ fetched; every text from skills or the log escaped by `text.html`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -107,6 +108,21 @@ def _when(value: datetime | None) -> str:
     return "-" if value is None else esc(value.strftime("%Y-%m-%d %H:%M"))
 
 
+# Larger figures are drawn and compared as this: a float holds it, a bar cannot show more.
+_LARGEST = 2 ** 63
+
+
+def _amount(value: object) -> int | float:
+    """A figure from the store as a number to draw or compare. A SQLite column holds a value
+    of any type whatever its declared one, so anything but a count (text, a negative or
+    non-finite number) is drawn as 0; the page prints the value itself, escaped."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return min(max(value, 0), _LARGEST)
+
+
 def _table(headers: Sequence[str], rows: Iterable[Sequence[object]], *,
            numeric: Iterable[int] = (), empty: str = "none") -> str:
     """A table of escaped cells; `numeric` columns are right-aligned."""
@@ -192,7 +208,7 @@ def _never(report: Report) -> str:
     if len(names) > NEVER_SHOWN_OPEN:  # a registry's idle names: folded, so the page stays short
         listed = f"<details><summary>the {len(names)} names</summary>{listed}</details>"
     return _section("never-used", f"Never used in the window ({len(names)} of "
-                    f"{report.usage.catalog_skills})", listed)
+                    f"{report.usage.catalog_skills})", listed)  # _section escapes the title
 
 
 def _failed(report: Report) -> str:
@@ -208,8 +224,8 @@ def _failed(report: Report) -> str:
           e.event.skill or "-", e.event.resource or "-", e.event.session or "-",
           e.event.reason or ""] for e in report.failed], numeric=(0,),
         empty="no attempt failed in this window")
-    note = (f'<p class="muted">the latest {shown} of {totals["failed"]}</p>'
-            if shown < totals["failed"] else "")
+    note = (f'<p class="muted">the latest {shown} of {esc(totals["failed"])}</p>'
+            if shown < _amount(totals["failed"]) else "")
     return _section("refused", "Refused and failed attempts", counts, events, note)
 
 
@@ -220,13 +236,13 @@ def _verify(report: Report) -> str:
             '<p class="muted">no verify of these roots was recorded: run `skillindex verify` '
             "or `skillindex report --verify`</p>"))
     state = ('<span class="status-ok">no drift</span>' if record.ok else
-             f'<span class="status-bad">{record.drifted} files drifted</span>')
+             f'<span class="status-bad">{esc(record.drifted)} files drifted</span>')
     when = "run for this report" if report.verified_now else "recorded"
-    summary = (f"<p>{state}: {record.files} files of {record.skills} skills hashed "
+    summary = (f"<p>{state}: {esc(record.files)} files of {esc(record.skills)} skills hashed "
                f"{_when(record.time)} UTC ({when}, from {esc(record.cwd)})</p>")
     rows = [[item.skill, str(item.problem), item.resource] for item in record.drift]
-    more = (f'<p class="muted">the first {len(rows)} of {record.drifted}</p>'
-            if len(rows) < record.drifted else "")
+    more = (f'<p class="muted">the first {len(rows)} of {esc(record.drifted)}</p>'
+            if len(rows) < _amount(record.drifted) else "")
     return _section("verify", "Drift since the last verify", summary,
                     _table(["skill", "problem", "file"], rows, empty=""), more)
 
@@ -234,26 +250,27 @@ def _verify(report: Report) -> str:
 def _chain(report: Report) -> str:
     chain = report.chain
     checked = (f"every event was hashed again for this page, in "
-               f"{report.chain_seconds:.1f} s")
+               f"{_amount(report.chain_seconds):.1f} s")
     if chain.broken is not None:
-        state = (f'<p><span class="status-bad">broken</span> at event {chain.broken.id} '
+        state = (f'<p><span class="status-bad">broken</span> at event {esc(chain.broken.id)} '
                  f"({esc(chain.broken.time)}): {esc(chain.broken.problem)}; "
-                 f"{chain.events} events before it verify; {checked}.</p>")
+                 f"{esc(chain.events)} events before it verify; {checked}.</p>")
     else:
         verdict = ('<span class="status-ok">intact</span>' if chain.ok else
                    '<span class="status-bad">not ok</span>')
-        state = (f"<p>{verdict}: {chain.events} events of index {esc(chain.index)} link up "
+        state = (f"<p>{verdict}: {esc(chain.events)} events of index {esc(chain.index)} link up "
                  f"to the head below; {checked}.</p>")
     if chain.lost is not None:
-        anchors = (f'<p><span class="status-bad">anchor lost</span>: run {chain.lost.anchor.run} '
-                   f"({esc(chain.lost.anchor.time)}): {esc(chain.lost.problem)}</p>")
+        anchors = (f'<p><span class="status-bad">anchor lost</span>: run '
+                   f"{esc(chain.lost.anchor.run)} ({esc(chain.lost.anchor.time)}): "
+                   f"{esc(chain.lost.problem)}</p>")
     elif chain.anchors:
-        anchors = (f"<p>anchors: the chain reaches all {chain.anchors} its reindexes recorded; "
-                   f"the newest covers the first {chain.anchored} events</p>")
+        anchors = (f"<p>anchors: the chain reaches all {esc(chain.anchors)} its reindexes "
+                   f"recorded; the newest covers the first {esc(chain.anchored)} events</p>")
     else:
         anchors = "<p>anchors: none yet (each reindex records one)</p>"
     tail = ("" if not chain.unproven else
-            f"that none of the {chain.unproven} events after the newest anchor was removed "
+            f"that none of the {esc(chain.unproven)} events after the newest anchor was removed "
             "from the end, nor ")
     unproven = ("" if not chain.ok else
                 f'<p class="muted">not proven here: {tail}that the log was not rewritten '
@@ -272,7 +289,7 @@ def chart(days: Sequence[UsageDay], *, width: int = 760, height: int = 220) -> s
         return ""
     left, right, top, bottom = 44, 8, 12, 30
     plot_w, plot_h = width - left - right, height - top - bottom
-    peak = _nice(max(1, *(d.loads for d in days), *(d.failed for d in days)))
+    peak = _nice(max(1, *(_amount(d.loads) for d in days), *(_amount(d.failed) for d in days)))
     slot = plot_w / len(days)
     bar = max(slot * 0.42, 0.5)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="100%" '
@@ -289,10 +306,10 @@ def chart(days: Sequence[UsageDay], *, width: int = 760, height: int = 220) -> s
         x = left + slot * number
         for offset, value, kind, what in ((0.0, day.loads, "load", "loads"),
                                           (bar, day.failed, "fail", "failed attempts")):
-            h = plot_h * value / peak
+            h = plot_h * _amount(value) / peak
             parts.append(f'<rect class="{kind}" x="{x + offset:.1f}" y="{top + plot_h - h:.1f}" '
-                         f'width="{bar:.1f}" height="{h:.1f}"><title>{esc(day.day)}: {value} '
-                         f"{what}</title></rect>")
+                         f'width="{bar:.1f}" height="{h:.1f}"><title>{esc(day.day)}: '
+                         f"{esc(value)} {what}</title></rect>")
     for number in sorted({0, len(days) // 2, len(days) - 1}):
         x, anchor = left + slot * number + bar, "middle"
         if number == len(days) - 1 and number:
@@ -308,7 +325,7 @@ def chart(days: Sequence[UsageDay], *, width: int = 760, height: int = 220) -> s
     return "".join(parts)
 
 
-def _nice(value: int) -> int:
+def _nice(value: int | float) -> int:
     """The smallest of 1, 2 or 5 times a power of ten at or above `value`: a scale read at
     a glance."""
     scale = 1
