@@ -87,6 +87,18 @@ def html(text: object) -> str:
     return escaped
 
 
+# What makes a spreadsheet read a cell as a formula (or, after a TAB or CR, as the next one).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: object) -> object:
+    """A value for a CSV or TSV cell a person's spreadsheet opens: text that a spreadsheet
+    would run as a formula gets a leading `'`, shown as text; numbers and other text pass."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def markdown(text: str) -> str:
     """One line of Markdown that cannot start a block, open a tag or hide what follows."""
     text = xml(text)

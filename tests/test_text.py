@@ -110,3 +110,10 @@ def test_every_code_point_gives_well_formed_xml_and_safe_terminal_text() -> None
         # JSON encoder); lone surrogates, the kind a file name brings, are checked above.
         chunk = "".join(c for c in chunk if not "\ud800" <= c <= "\udfff")
         assert json.loads(text.json_safe(json.dumps(chunk, ensure_ascii=False))) == chunk
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@A1", "'@A1"), ("\tx", "'\tx"),
+    ("\rx", "'\rx"), ("pdf", "pdf"), ("a=b", "a=b"), (-1, -1), (None, None), ("", "")])
+def test_a_spreadsheet_cell_never_starts_a_formula(value: object, shown: object) -> None:
+    assert text.cell(value) == shown

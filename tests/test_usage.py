@@ -326,6 +326,21 @@ def test_the_command_speaks_json_and_csv(cli_root: Path) -> None:
         ("pdf", "1", "True"), ("idle", "0", "True")]
 
 
+@pytest.mark.parametrize("name", ['=1+HYPERLINK("http://x","y")', "+1", "-1+1", "@SUM(A1)",
+                                  "\tx", "\rx"],
+                         ids=["equals", "plus", "minus", "at", "tab", "cr"])
+def test_a_csv_cell_a_spreadsheet_would_run_is_text(cli_root: Path, name: str) -> None:
+    # A refused attempt's name comes from whoever asked, a client without a token included.
+    run("reindex", "-q")
+    assert run("read", f"skill://{name}").exit_code != 0
+    table = list(csv.DictReader(io.StringIO(run("usage", "--format", "csv").output)))
+    names = [row["name"] for row in table]
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+                   for row in table for cell in row.values())
+    assert any(cell.startswith("'") for cell in names), names
+    assert [row["loads"] for row in table] == ["0"] * len(table)
+
+
 def test_a_bad_window_is_a_usage_error(cli_root: Path) -> None:
     result = run("usage", "--since", "last week")
     assert result.exit_code == 2

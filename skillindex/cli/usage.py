@@ -13,6 +13,7 @@ from datetime import datetime
 
 import click
 
+from skillindex import text as escape
 from skillindex.cli import params
 from skillindex.cli.common import (
     cli,
@@ -91,9 +92,10 @@ def _print_csv(found: UsageReport) -> None:
                                                                None).as_dict()),
                             lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({key: escape.cell(value) for key, value in row.items()} for row in rows)
     # Names are shown as a terminal shows them (controls escaped); --json keeps exact text.
-    for line in buffer.getvalue().splitlines():
+    # Split at the rows' own ends only: a CR inside a name is escaped, not taken for one.
+    for line in buffer.getvalue().removesuffix("\n").split("\n"):
         echo(line)
 
 
