@@ -157,7 +157,7 @@ def test_catalog_reports_shortening_on_stderr(setup: Path) -> None:
     run("reindex")
     result = CliRunner().invoke(cli, ["catalog", "--max-chars", "80"], catch_exceptions=False)
     assert len(result.stdout) <= 80
-    assert "skills omitted" in result.stderr or "shortened" in result.stderr
+    assert "omitted" in result.stderr or "shortened" in result.stderr
     both = run("catalog", "--max-chars", "10", "--context-window", "1000")
     assert both.exit_code == 2
     window = json.loads(run("catalog", "--json", "--context-window", "1000").stdout)

@@ -180,3 +180,51 @@ def test_db_current_json_after_the_command_prints_the_revision(tmp_path: Path) -
     current = runner.invoke(cli, ["--db", db, "db", "current", "--json"])
     assert current.exit_code == 0, current.output
     assert json.loads(current.output) == json.loads(upgraded.output)
+
+
+def test_roots_lists_in_precedence_order_as_its_help_and_getting_started_say(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_cli
+
+    isolate_cli(tmp_path, monkeypatch, tmp_path / "unused")
+    low, high = tmp_path / "low", tmp_path / "high"
+    (tmp_path / "config.toml").write_text(  # registered lowest first
+        f'[skills]\npresets = false\n\n[[roots]]\npath = "{low}"\nprecedence = 10\n\n'
+        f'[[roots]]\npath = "{high}"\nprecedence = 20\n')
+    assert "roots in precedence order" in (REPO / "docs" / "getting-started.md").read_text()
+    runner = CliRunner()
+    assert "In precedence order" in runner.invoke(cli, ["roots", "--help"]).output
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    listed = runner.invoke(cli, ["roots", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [entry["path"] for entry in json.loads(listed.output)] == [str(high), str(low)]
+
+
+def test_the_catalog_says_names_only_when_descriptions_are_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_cli, write_skill
+
+    root = tmp_path / "skills"
+    for number in range(6):
+        write_skill(root, f"skill-{number}", description="A fairly long description of what "
+                    f"skill {number} does for the people who ask for it.")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"]).exit_code == 0
+    shown = json.loads(runner.invoke(cli, ["catalog", "--max-chars", "400", "--json"]).stdout)
+    entries = shown["entries"]
+    assert entries and all(entry["description"] == "" for entry in entries)
+    said = runner.invoke(cli, ["catalog", "--max-chars", "400"]).stderr
+    assert f"by name only, {len(shown['omitted'])} skills omitted" in said
+    assert f"; {len(entries)} skill{'s' if len(entries) != 1 else ''} by name only" in said
+    assert "shortened" not in said

@@ -8,7 +8,7 @@ import click
 
 from skillindex import text as escape
 from skillindex.cli import params
-from skillindex.cli.common import cli, echo, json_option, options_of, print_json
+from skillindex.cli.common import cli, count, echo, json_option, options_of, print_json
 
 
 @cli.command()
@@ -74,10 +74,15 @@ def catalog(ctx: click.Context, fmt: str, max_chars: int | None, context_window:
     else:
         # Rendering escaped the text already; escaping again here only guards the terminal.
         click.echo(escape.terminal(result.text, keep_newlines=True), nl=False)
-    shortened, omitted = len(result.truncated), len(result.omitted)
-    if shortened or omitted:
-        echo(f"catalog: {len(result.entries)} skills in {result.chars} of "
-                   f"{result.max_chars} characters; {shortened} descriptions shortened, "
-                   f"{omitted} skills omitted; ordered by {result.ranked_by}", err=True)
+    # A description cut to nothing leaves the name alone: said so, not "shortened".
+    names_only = sum(1 for entry in result.truncated if not entry.description)
+    shortened, omitted = len(result.truncated) - names_only, len(result.omitted)
+    if shortened or names_only or omitted:
+        parts = [f"{count(shortened, 'description')} shortened" if shortened else "",
+                 f"{count(names_only, 'skill')} by name only" if names_only else "",
+                 f"{count(omitted, 'skill')} omitted" if omitted else ""]
+        echo(f"catalog: {count(len(result.entries), 'skill')} in {result.chars} of "
+             f"{result.max_chars} characters; {', '.join(filter(None, parts))}; "
+             f"ordered by {result.ranked_by}", err=True)
     if note:
         echo(f"note: {note}", err=True)

@@ -104,8 +104,11 @@ def finding_counts(store: Library, here: Here, *, rejected: bool) -> list[Findin
 
 
 def roots(store: Library, here: Here) -> list[RootState]:
+    """The roots of this directory in precedence order (registration order breaks ties), as
+    the collision policy ranks their candidates."""
     with store.session() as session:
         states = queries.root_states(session, here.index_name, here.roots)
+    states.sort(key=lambda state: (-state.spec.precedence, state.spec.position))
     if not any(spec.remote for spec in here.roots):
         return states
     from skillindex.index import remote  # noqa: PLC0415 (only where a URL root is)
