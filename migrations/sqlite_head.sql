@@ -1,4 +1,4 @@
--- revision 0018
+-- revision 0019
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (
@@ -313,6 +313,20 @@ CREATE TRIGGER load_event_in_order BEFORE INSERT ON load_event
     BEGIN
         SELECT RAISE(ABORT, 'load_event is in time order: an event earlier than its head refused');
     END;
+
+CREATE TABLE advisory_feed (
+	id INTEGER NOT NULL, 
+	index_name VARCHAR(100) NOT NULL, 
+	source TEXT NOT NULL, 
+	advisories TEXT NOT NULL, 
+	digest VARCHAR(64), 
+	etag TEXT, 
+	loaded_at DATETIME, 
+	checked_at DATETIME NOT NULL, 
+	error TEXT, 
+	CONSTRAINT pk_advisory_feed PRIMARY KEY (id), 
+	CONSTRAINT uq_advisory_feed_index_name UNIQUE (index_name, source)
+);
 
 INSERT INTO "candidate_fts" ("candidate_fts") VALUES ('rebuild');
 

@@ -27,6 +27,7 @@ from skillindex.model import (
     LoggedEvent,
     RiskFinding,
     RootState,
+    ScanProblem,
     SessionLevels,
     SkillCommand,
     SkillManifest,
@@ -58,6 +59,7 @@ from skillindex.query import (
     usage,
 )
 from skillindex.query import command as command_flow
+from skillindex.query import feeds as feeds_flow
 from skillindex.query import publish as publish_flow
 from skillindex.query import read as read_flow
 from skillindex.query import reindex as reindex_flow
@@ -66,6 +68,7 @@ from skillindex.query import verify as verify_flow
 from skillindex.query.admin import context_files, database_grants, migrate_database
 from skillindex.query.catalog import SEARCH_COMMAND, Catalog
 from skillindex.query.contextfiles import find_context_files
+from skillindex.query.feeds import FEED_PROBLEM, FeedUpdate
 from skillindex.query.library import Library
 from skillindex.query.lock import LockEntries
 from skillindex.query.lockfile import LockDrift, LockEntry
@@ -75,6 +78,8 @@ from skillindex.query.resolve import Collision, Explanation, Resolution, Winner
 from skillindex.query.search import SearchHit
 from skillindex.store import migrate
 from skillindex.store.engine import make_engine
+from skillindex.store.feeds import StoredFeed
+from skillindex.store.feeds import stored as stored_feeds
 from skillindex.store.lock import OnWait
 
 if TYPE_CHECKING:
@@ -176,10 +181,18 @@ class SkillIndex:
         `timeout` seconds (default: the `reindex_timeout` setting); with `wait=False`, or when
         the time is up, ReindexBusyError names the holder.
         """
-        return reindex_flow.reindex(self._store, self._here, self.plan.problems,
-                                    cwd=self.env.cwd, all_roots=all_roots, paths=paths,
-                                    progress=progress, wait=wait, timeout=timeout,
-                                    on_wait=on_wait, jobs=jobs, offline=offline)
+        report = reindex_flow.reindex(self._store, self._here, self.plan.problems,
+                                      cwd=self.env.cwd, all_roots=all_roots, paths=paths,
+                                      progress=progress, wait=wait, timeout=timeout,
+                                      on_wait=on_wait, jobs=jobs, offline=offline)
+        if not self.settings.advisories:
+            return report
+        # Feed files are read again with every reindex (URLs only by update_advisories); one
+        # that fails is a problem of the run, and the feed in force stays.
+        failed = [ScanProblem(Path(item.source), Path(item.source), FEED_PROBLEM,
+                              item.error or "") for item in self.update_advisories(fetch=False)
+                  if item.status == feeds_flow.FAILED]
+        return replace(report, problems=(*report.problems, *failed)) if failed else report
 
     def iter_winners(self, *, findings: bool = True) -> Iterator[Winner]:
         """The winners in catalog order, read a page at a time from the stored resolution."""
@@ -393,6 +406,18 @@ class SkillIndex:
     def approvals(self) -> list[StoredApproval]:
         """Every `trust` approval of this index, by name."""
         return report_flow.approvals(self._store)
+
+    def update_advisories(self, *, fetch: bool = True) -> list[FeedUpdate]:
+        """Read every advisory feed the settings name into the store: files, and with `fetch`
+        URLs (ETag / If-None-Match). A feed that fails leaves the one in force; what it
+        revokes is withheld by every query from the moment it is stored."""
+        return feeds_flow.update(self._store, self._here,
+                                 fetch=feeds_flow.http_fetch if fetch else None)
+
+    def advisory_feeds(self) -> list[StoredFeed]:
+        """The feeds the settings name, as stored: the advisories in force, the last error."""
+        with self._store.session() as session:
+            return stored_feeds(session, self.settings.index_name, self.settings.advisories)
 
     def quarantined(self) -> list[HeldSkill]:
         """The skills risk_policy = quarantine withholds here until approved."""

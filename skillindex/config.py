@@ -172,6 +172,9 @@ class Settings:
     allow_hardlinks: bool = False
     # Skills with risk findings: warned about, or withheld until `skillindex trust` approves.
     risk_policy: RiskPolicy = RiskPolicy.WARN
+    # Advisory and revocation feeds (absolute paths or https URLs once parsed): a skill they
+    # name is withheld everywhere. URLs are fetched only by `skillindex advisories update`.
+    advisories: tuple[str, ...] = ()
     serve: ServeLimits = ServeLimits()
     source: Path | None = field(default=None, compare=False)
 
@@ -372,7 +375,28 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
         if not file_name or "/" in file_name or file_name in (".", ".."):
             raise ConfigError(f"skills.context_files holds {file_name!r}; each entry must be a "
                               "file name such as AGENTS.md", source=source, key="context_files")
+    if settings.advisories:
+        settings = replace(settings, advisories=tuple(
+            _feed_source(entry, source) for entry in settings.advisories))
     return settings
+
+
+def _feed_source(entry: str, source: str) -> str:
+    """A feed as the store names it: a URL as given, a path made absolute (relative to the
+    settings file's folder, `~` expanded)."""
+    if "://" in entry:
+        if not entry.startswith(("https://", "http://")):
+            raise ConfigError(f"skills.advisories holds {entry!r}; a feed is a path or an "
+                              "http(s) URL", source=source, key="advisories")
+        return entry
+    if not entry.strip():
+        raise ConfigError("skills.advisories holds an empty entry", source=source,
+                          key="advisories")
+    path = Path(entry).expanduser()
+    if not path.is_absolute():
+        folder = Path(source).parent if not source.startswith("<") else Path.cwd()
+        path = folder / path
+    return str(path)
 
 
 def _refuse_nul(document: Mapping[str, Any], source: str) -> None:

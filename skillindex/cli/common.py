@@ -226,9 +226,9 @@ class _Group(click.Group):
 # The module that defines each command. A command's module is imported when the command runs
 # (or help lists it), so `skillindex list` loads neither the lock code nor the server's.
 COMMAND_MODULES = {
-    "audit": "disclose", "candidates": "index", "catalog": "catalog", "check": "check",
-    "command": "disclose", "context": "index", "db": "db", "eval": "evals", "explain": "index",
-    "hosts": "hosts",
+    "advisories": "advisories", "audit": "disclose", "candidates": "index",
+    "catalog": "catalog", "check": "check", "command": "disclose", "context": "index",
+    "db": "db", "eval": "evals", "explain": "index", "hosts": "hosts",
     "list": "index", "lock": "trust",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",

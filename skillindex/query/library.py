@@ -21,11 +21,11 @@ from skillindex.model import (
     ManifestFile,
     SessionLevels,
 )
-from skillindex.query import staleness, winners
+from skillindex.query import advisories, staleness, winners
 from skillindex.query.lookup import Found, Risky
 from skillindex.query.reader import Here, NotStored, RootRuns
 from skillindex.query.resolve import Winner
-from skillindex.store import audit, queries, resolved, served, units
+from skillindex.store import audit, feeds, queries, resolved, served, units
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
 from skillindex.store.engine import read_only
@@ -122,6 +122,17 @@ class Library:
             approved = queries.approvals(session, here.index_name,
                                          [w.name for w in winners if w.candidate.id in findings])
         return Risky(findings, manifests, approved, left_out)
+
+    def feed(self, here: Here) -> advisories.Feed:
+        with self.session() as session:
+            found = feeds.stored(session, here.index_name, here.settings.advisories)
+        return advisories.Feed.of(advisory for stored in found
+                                  for advisory in advisories.loads(stored.advisories))
+
+    def skill_facts(self, candidate_ids: Sequence[int],
+                    ) -> dict[int, tuple[str | None, str | None]]:
+        with self.session() as session:
+            return feeds.skill_facts(session, candidate_ids)
 
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self.session() as session:

@@ -24,7 +24,7 @@ from skillindex.query import lookup, resolve, staleness, winners
 from skillindex.query.library import Library
 from skillindex.query.reader import Here
 from skillindex.query.resolve import Collision, Resolution, Winner
-from skillindex.store import queries, served
+from skillindex.store import feeds, queries, served
 from skillindex.store import resolved as stored_sets
 
 
@@ -192,10 +192,13 @@ def iter_stored_skills(store: Library, here: Here, *, page: int) -> Iterator[Sto
 
 
 def generation(store: Library, here: Here) -> str:
-    """A value that changes whenever a reindex commits to one of this directory's roots."""
+    """A value that changes whenever a reindex commits to one of this directory's roots, or
+    the feeds in force change (a served catalog withholds what they revoke at once)."""
     with store.session() as session:
         runs = stored_sets.root_runs(session, here.index_name, here.paths)
-    return ",".join(f"{run}" for _, run in runs)
+        state = (feeds.state(session, here.index_name, here.settings.advisories)
+                 if here.settings.advisories else "")
+    return ",".join(f"{run}" for _, run in runs) + (f"+{state}" if state else "")
 
 
 def _object(text: str | None) -> dict[str, object]:

@@ -7,18 +7,21 @@ here, through the store it is given: the library's sessions or the fast path's c
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from skillindex.errors import (
     AmbiguousUriError,
     QuarantinedError,
+    SkillIndexError,
     SkillNotFoundError,
     SkillRejectedError,
 )
 from skillindex.model import Candidate, Finding, ManifestFile, RiskPolicy, Severity
-from skillindex.query import disclose, staleness, trust
+from skillindex.query import advisories, disclose, lockfile, staleness, trust
 from skillindex.query.disclose import SkillRef
 from skillindex.query.reader import Here, NotStored
 from skillindex.query.resolve import KEEP_ALL, Resolution, Winner, resolve
@@ -60,6 +63,15 @@ class Store(Protocol):
 
     def stored_wins(self, here: Here, names: Sequence[str]) -> bool:
         """Whether one of `names` has a winner in the stored resolution of `here`'s roots."""
+        ...
+
+    def feed(self, here: Here) -> advisories.Feed:
+        """The advisories in force from the feeds `here`'s settings name."""
+        ...
+
+    def skill_facts(self, candidate_ids: Sequence[int],
+                    ) -> Mapping[int, tuple[str | None, str | None]]:
+        """(sha256 of SKILL.md, frontmatter JSON) of these candidates."""
         ...
 
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None: ...
@@ -206,7 +218,10 @@ def _avoided(name: str) -> set[str]:
 
 
 def withheld(store: Store, here: Here, resolution: Resolution) -> Resolution:
-    """The resolution without the winners that risk_policy = quarantine holds back."""
+    """The resolution without the winners an advisory revokes or risk_policy = quarantine
+    holds back."""
+    if here.settings.advisories:
+        resolution = trust.withhold(resolution, revoked(store, here, resolution.winners))
     policies = here.policies
     quarantining = [w for w in resolution.winners
                     if policies.get(str(w.candidate.root)) is RiskPolicy.QUARANTINE]
@@ -220,3 +235,44 @@ def withheld(store: Store, here: Here, resolution: Resolution) -> Resolution:
                for cid, found in risky.findings.items()}
     return trust.withhold(resolution, trust.holds(resolution.winners, policies, risky.findings,
                                                   digests, risky.approved))
+
+
+def revoked(store: Store, here: Here, found: Sequence[Winner]) -> dict[str, trust.Revoked]:
+    """The winners an advisory in force names, each with its advisory."""
+    feed = store.feed(here)
+    if not feed or not found:
+        return {}
+    facts = store.skill_facts([w.candidate.id for w in found]) if (
+        feed.by_digest or feed.by_version) else {}
+    held: dict[str, trust.Revoked] = {}
+    limit = here.settings.max_skill_bytes
+    for w in found:
+        candidate = w.candidate
+        digest, front = facts.get(candidate.id, (None, None))
+        names = {w.name, *([candidate.name] if candidate.name else [])}
+        version = None
+        if front is not None and names & feed.versioned:
+            version = advisories.version_of(_mapping(front))
+        match = feed.match(sorted(names), version=version, skill_md=digest,
+                           whole=functools.partial(_whole_hash, candidate, limit))
+        if match is not None:
+            held[w.name] = trust.Revoked(w.name, match)
+    return held
+
+
+def _mapping(text: str) -> Mapping[str, Any]:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _whole_hash(candidate: Candidate, limit: int) -> str | None:
+    """The sha256 of the skill's folder as the lock file computes it, read from disk now; None
+    when it cannot be read (the read itself then refuses the skill)."""
+    try:
+        return lockfile.computed_hash(lockfile.folder_files(candidate.real_path,
+                                                            max_bytes=limit))
+    except (OSError, SkillIndexError):
+        return None

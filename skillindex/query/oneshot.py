@@ -42,9 +42,9 @@ from skillindex.model import (
     Status,
 )
 from skillindex.providers import plan_roots
+from skillindex.query import advisories, disclose, find, staleness
 from skillindex.query import audit as audit_flow
 from skillindex.query import command as command_flow
-from skillindex.query import disclose, find, staleness
 from skillindex.query import read as read_flow
 from skillindex.query.lookup import Found, Risky
 from skillindex.query.reader import Here, Unanswered
@@ -167,6 +167,13 @@ class Fast:
         raise Unanswered
 
     def risky(self, here: Here, winners: Sequence[Winner]) -> Risky | None:
+        raise Unanswered
+
+    def feed(self, here: Here) -> advisories.Feed:
+        raise Unanswered
+
+    def skill_facts(self, candidate_ids: Sequence[int],
+                    ) -> dict[int, tuple[str | None, str | None]]:
         raise Unanswered
 
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:

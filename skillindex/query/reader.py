@@ -59,9 +59,11 @@ class Here:
 
     @property
     def quarantining(self) -> bool:
-        """Whether a root here holds risky skills back until approved: then the winners depend
-        on approvals as well, and are resolved at each query, not stored."""
-        return any(spec.risk_policy is RiskPolicy.QUARANTINE for spec in self.roots)
+        """Whether a root here holds risky skills back until approved, or advisory feeds are
+        named: then the winners depend on approvals or feeds as well, and are resolved at each
+        query, not stored."""
+        return bool(self.settings.advisories) or any(
+            spec.risk_policy is RiskPolicy.QUARANTINE for spec in self.roots)
 
     @property
     def policies(self) -> dict[str, RiskPolicy]:

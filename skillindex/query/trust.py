@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from skillindex.model import Finding, ManifestFile, RiskPolicy
+from skillindex.query import advisories
+from skillindex.query.advisories import Advisory
 from skillindex.query.resolve import Outcome, Resolution, Verdict, Winner
 
 QUARANTINED = "quarantined"
@@ -60,6 +62,18 @@ class Hold:
         return f"{what}; review it, then `skillindex trust {self.name}` to serve this content"
 
 
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    """A winner an advisory in force names: withheld whatever its approvals."""
+
+    name: str
+    advisory: Advisory
+
+    @property
+    def reason(self) -> str:
+        return advisories.reason(self.advisory)
+
+
 def holds(winners: Sequence[Winner], policies: Mapping[str, RiskPolicy],
           risky: Mapping[int, Sequence[Finding]], digests: Mapping[int, str],
           approvals: Mapping[str, frozenset[str]]) -> dict[str, Hold]:
@@ -80,7 +94,7 @@ def holds(winners: Sequence[Winner], policies: Mapping[str, RiskPolicy],
     return held
 
 
-def withhold(resolution: Resolution, held: Mapping[str, Hold]) -> Resolution:
+def withhold(resolution: Resolution, held: Mapping[str, Hold | Revoked]) -> Resolution:
     """The resolution without the held winners; their verdicts say why."""
     if not held:
         return resolution

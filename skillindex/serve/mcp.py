@@ -32,6 +32,7 @@ from skillindex.api import SkillIndex
 from skillindex.errors import (
     NotFoundError,
     PathRefusedError,
+    QuarantinedError,
     SkillIndexError,
     SkillRejectedError,
 )
@@ -354,13 +355,13 @@ class Skills:
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
     def _rejected(self, name: str) -> str | None:
-        """That `name` is a skill the index rejected, its codes and where to learn why; None
-        when it is not."""
+        """That `name` is a skill the index rejected or withholds (an advisory, quarantine),
+        and why; None when it is not."""
         if name in self.publication.by_name:
             return None
         try:
             self.index.winner(name)
-        except SkillRejectedError as exc:
+        except (SkillRejectedError, QuarantinedError) as exc:
             return str(exc)
         except SkillIndexError:
             return None

@@ -402,3 +402,24 @@ class ReindexLock(Base):
     acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AdvisoryFeed(Base):
+    """One advisory or revocation feed named in settings, as last read well.
+
+    `advisories` is the feed in force (a JSON list, query/advisories.py); a read that fails
+    leaves it and sets `error`, so a malformed or unreachable feed never lifts a revocation.
+    """
+
+    __tablename__ = "advisory_feed"
+    __table_args__ = (UniqueConstraint("index_name", "source"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    index_name: Mapped[str] = mapped_column(String(100))
+    source: Mapped[str] = mapped_column(Text)  # an absolute path or a URL
+    advisories: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str | None] = mapped_column(String(64))  # sha256 of the body in force
+    etag: Mapped[str | None] = mapped_column(Text)
+    loaded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
