@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillindex import inputs
 from skillindex.errors import ConfigError
 
 FORMAT = "skillindex-advisories"
 VERSION = 1
-MAX_BYTES = 16 * 1024 * 1024
+MAX_BYTES = inputs.MAX_FEED_BYTES
 MAX_TEXT = 500  # characters of an advisory's text that a refusal quotes
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -58,9 +59,11 @@ def parse(data: bytes, *, source: str) -> list[Advisory]:
     if len(data) > MAX_BYTES:
         raise FeedError(f"feed over {MAX_BYTES} bytes", source=source)
     try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FeedError(f"not a JSON feed: {exc}", source=source) from exc
+        document = inputs.load_json(data.decode("utf-8"), what="advisory feed", source=source)
+    except UnicodeDecodeError as exc:
+        raise FeedError("not a JSON feed: not UTF-8", source=source) from exc
+    except inputs.InputError as exc:
+        raise FeedError(f"not a JSON feed: {exc.reason}", source=source) from exc
     if isinstance(document, dict) and "advisories" in document:
         if document.get("format", FORMAT) != FORMAT or document.get("version") != VERSION:
             raise FeedError(f'an advisory feed needs "format": "{FORMAT}" and "version": '

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillindex import fsio
+from skillindex import fsio, inputs
 from skillindex.errors import ConfigError
 from skillindex.model import FileFinding
 from skillindex.query.check import shown
@@ -97,9 +95,9 @@ def render(baseline: Baseline) -> str:
 def parse(text: str, *, source: str) -> Baseline:
     """The entries of a baseline file; anything else is a ConfigError naming the file."""
     try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"not a baseline file: {exc}", source=source) from exc
+        document = inputs.load_json(text, what="baseline", source=source)
+    except inputs.InputError as exc:
+        raise ConfigError(f"not a baseline file: {exc.reason}", source=source) from exc
     if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
         raise ConfigError('not a baseline file: no "findings" list', source=source)
     if document.get("version") != VERSION:
@@ -127,22 +125,11 @@ def _fields(item: object) -> tuple[str, str, str, str, str] | None:
 
 
 def read(path: Path) -> Baseline:
-    """The baseline at `path`: a regular file within the size bound, parsed."""
+    """The baseline at `path`, read by the one bounded reader."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the baseline: {exc.strerror}", source=str(path)) from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError("cannot read the baseline: not a regular file", source=str(path))
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise ConfigError(f"cannot read the baseline: over {MAX_BYTES} bytes", source=str(path))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError("not a baseline file: not UTF-8", source=str(path)) from exc
+        text, _ = inputs.read_text(path, max_bytes=MAX_BYTES, what="baseline")
+    except FileNotFoundError as exc:
+        raise ConfigError("cannot read the baseline: no such file", source=str(path)) from exc
     return parse(text, source=str(path))
 
 

@@ -4,14 +4,13 @@ cannot be read or parsed leaves the one in force as it was, and says why."""
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillindex import inputs
 from skillindex.errors import ConfigError
 from skillindex.query import advisories
 from skillindex.query.reader import Here
@@ -94,18 +93,12 @@ def update(store: Library, here: Here, *, fetch: Fetcher | None,
 
 
 def read_file(path: Path) -> bytes:
-    """A feed file: a regular file (no symbolic link followed at its name) within the bound."""
+    """A feed file, read by the one bounded reader."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the feed: {exc.strerror}", source=str(path)) from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ConfigError("cannot read the feed: not a regular file", source=str(path))
-        data = handle.read(advisories.MAX_BYTES + 1)
-    if len(data) > advisories.MAX_BYTES:
-        raise ConfigError(f"feed over {advisories.MAX_BYTES} bytes", source=str(path))
-    return data
+        return inputs.read_bytes(path, max_bytes=inputs.MAX_FEED_BYTES, what="advisory feed")
+    except FileNotFoundError as exc:
+        raise ConfigError("cannot read the advisory feed: no such file",
+                          source=str(path)) from exc
 
 
 def http_fetch(url: str, etag: str | None) -> Fetched:
