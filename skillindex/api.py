@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self, overload
 
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
+from skillindex.errors import SkillIndexError
 from skillindex.index.dialect import files_in_play
 from skillindex.index.indexer import Progress
 from skillindex.model import (
@@ -344,6 +345,19 @@ class SkillIndex:
     def generation(self) -> str:
         """A value that changes whenever a reindex commits to one of this directory's roots."""
         return listing.generation(self._store, self._here)
+
+    def ready(self) -> str | None:
+        """Why this index could not serve an audited read now (None: it could): the database
+        does not answer, or would not take a write (an audit row) at this moment."""
+        if not self._store.writable:
+            return "the index was opened read-only: no read could be audited"
+        try:
+            listing.generation(self._store, self._here)
+            with self._store.transaction("check that the audit can be written"):
+                pass
+        except SkillIndexError as exc:
+            return str(exc)
+        return None
 
     def refuse_unserved(self, uri: str, *, outcome: str, reason: str | None,
                         session: str | None, principal: str | None = None) -> None:

@@ -43,7 +43,13 @@ GLOB_SETTINGS = frozenset({"ignored_skills", "include_skills", "pinned", "names_
 REMOTE_PRECEDENCE = -100
 # `[serve]`: the limits of `serve --http` per principal (0 in the file is no limit).
 SERVE_RANGES: dict[str, tuple[float, float]] = {
-    "requests_per_second": (0.0, 1e6), "bytes_per_minute": (0, 2**63 - 1)}
+    "requests_per_second": (0.0, 1e6), "bytes_per_minute": (0, 2**63 - 1),
+    # The bounds before authentication (docs/serving.md, "Bounds"): these are never off.
+    "peer_requests_per_second": (0.0, 1e6), "max_connections": (0, 1 << 20),
+    "max_connections_per_peer": (0, 1 << 20), "header_timeout": (0.1, 3600.0),
+    "body_timeout": (0.1, 3600.0), "max_body_bytes": (1024, 1 << 30),
+    "max_json_depth": (2, 512), "refusals_per_minute": (1, 1_000_000),
+    "introspection_concurrency": (1, 1024)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +121,20 @@ class CatalogModes:
 
 @dataclass(frozen=True, slots=True)
 class ServeLimits:
-    """What one principal may ask of `serve --http`; None is no limit."""
+    """What one principal, and one peer before it is known, may ask of `serve --http`; None
+    is no limit."""
 
     requests_per_second: float | None = 20.0
     bytes_per_minute: int | None = 64 * MIB
+    peer_requests_per_second: float | None = 50.0
+    max_connections: int | None = 1024
+    max_connections_per_peer: int | None = 64
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_body_bytes: int = MIB
+    max_json_depth: int = 64
+    refusals_per_minute: int = 10  # audit rows of one peer's refused reads before a summary
+    introspection_concurrency: int = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,14 +495,15 @@ def _serve_limits(value: Any, source: str) -> ServeLimits:
     for key, number in value.items():
         if key not in SERVE_RANGES:
             raise ConfigError(f"unknown setting serve.{key} (expected "
-                              f"{' or '.join(SERVE_RANGES)})", source=source, key=key)
+                              f"{', '.join(SERVE_RANGES)})", source=source, key=key)
         low, high = SERVE_RANGES[key]
         whole = isinstance(low, int)
         kinds = int if whole else int | float
         if isinstance(number, bool) or not isinstance(number, kinds) or not (
                 low <= number <= high):
             raise ConfigError(f"serve.{key} must be a {'whole ' if whole else ''}number from "
-                              f"{low:g} to {high:g} (0: no limit)", source=source, key=key)
+                              f"{low:g} to {high:g}{' (0: no limit)' if low == 0 else ''}",
+                              source=source, key=key)
         limits[key] = (int(number) if whole else float(number)) or None
     return ServeLimits(**limits)
 

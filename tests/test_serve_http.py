@@ -33,7 +33,7 @@ from skillindex.api import SkillIndex
 from skillindex.cli import cli
 from skillindex.config import ServeLimits
 from skillindex.serve import http, tokens
-from skillindex.serve.gate import RATE_LIMITED
+from skillindex.serve.gates import RATE_LIMITED
 from skillindex.serve.listen import Introspect, Listen, is_loopback, plan
 from skillindex.serve.mcp import create_server
 from tests.conftest import isolate_cli, root_settings, write_skill
@@ -180,7 +180,11 @@ def test_a_refusal_names_the_protected_resource_metadata(team: Team) -> None:
             metadata = (await web.get(metadata_url)).json()
             assert metadata["resource"] == listen.url
             assert metadata["bearer_methods_supported"] == ["header"]
-            assert metadata["authorization_servers"]
+            # The operator hands out the tokens: no OAuth flow could get one, none is named.
+            assert "authorization_servers" not in metadata
+            base = listen.url.removesuffix("/mcp")
+            for well_known in ("oauth-authorization-server", "openid-configuration"):
+                assert (await web.get(f"{base}/.well-known/{well_known}")).status_code == 404
 
     run(test)
 
@@ -344,7 +348,8 @@ def test_one_noisy_client_cannot_starve_another(team: Team) -> None:
     async def test() -> None:
         async with team.serving(tokens=team.token_file, clock=clock,
                                 limits=ServeLimits(requests_per_second=5,
-                                                   bytes_per_minute=None)) as listen, \
+                                                   bytes_per_minute=None,
+                                                   peer_requests_per_second=None)) as listen, \
                 anyio.create_task_group() as group:
             group.start_soon(reader, listen.url, noisy, "noisy", 60)
             group.start_soon(reader, listen.url, quiet, "quiet", 5)
@@ -559,12 +564,17 @@ def test_a_team_setup_from_the_command_line(tmp_path: Path,
         async with connect(url, token, name="alice-laptop", mode="auto") as client:
             assert await read_text(client) == PDF_TEXT
 
-    with serving(tmp_path, "--tokens", "tokens.json", log=tmp_path / "access.log") as port:
+    with serving(tmp_path, "--tokens", "tokens.json", "--log-format", "json",
+                 log=tmp_path / "access.log") as port:
         anyio.run(main, f"http://127.0.0.1:{port}/mcp")
-    # The server's own log shows the stranger refused and alice served.
-    answered = [line.rsplit('" ', 1)[1] for line in
-                (tmp_path / "access.log").read_text().splitlines() if '"POST /mcp ' in line]
-    assert answered[0] == "401 Unauthorized" and "401 Unauthorized" not in answered[1:]
+    # The server's own log, a JSON object a line, shows the stranger refused and alice served.
+    lines = [json.loads(line) for line in (tmp_path / "access.log").read_text().splitlines()]
+    assert lines[0]["message"] == f"serving http://127.0.0.1:{port}/mcp"
+    answered = [(line["status"], line["principal"]) for line in lines
+                if line.get("method") == "POST" and line.get("path") == "/mcp"]
+    assert answered[0] == (401, "-")
+    assert {principal for status, principal in answered[1:]} == {"alice"}
+    assert all(status == 200 for status, _ in answered[1:])
     listing = runner.invoke(cli, ["audit", "--json"], catch_exceptions=False)
     events = json.loads(listing.stdout)
     assert [(e["outcome"], e["principal"], e["session"].split("/")[0]) for e in events] == [

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # What serves HTTP only: given without --http it would be ignored, so it is refused.
 _HTTP_ONLY = ("url", "tokens", "introspect", "issuer", "client_id", "scopes", "insecure_no_auth",
-              "tls_cert", "tls_key", "requests_per_second", "bytes_per_minute")
+              "tls_cert", "tls_key", "requests_per_second", "bytes_per_minute", "log_format")
 _FILE = params.FilePath(dir_okay=False, path_type=Path)
 _URL = params.Text(max_length=8_000, empty=False)
 
@@ -57,6 +57,9 @@ _URL = params.Text(max_length=8_000, empty=False)
 @click.option("--bytes-per-minute", type=params.BYTES, metavar="N",
               help="Response bytes a minute per principal (0: no limit; default [serve] "
               "bytes_per_minute, else 64 MiB).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), metavar="text|json",
+              help="The server's log on stdout: a line a request, as text (default) or as JSON "
+              "objects.")
 @click.option("--page-size", type=params.PAGE, default=500, show_default=True, metavar="N",
               help="Skills per skills/list page (a skill is never split across pages).")
 @click.option("--poll", type=params.seconds(0.05, 86_400), default=1.0, show_default=True,
@@ -69,7 +72,8 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
           introspect: str | None, issuer: str | None, client_id: str | None,
           scopes: tuple[str, ...], insecure_no_auth: bool, tls_cert: Path | None,
           tls_key: Path | None, requests_per_second: float | None,
-          bytes_per_minute: int | None, page_size: int, poll: float, as_json: bool) -> None:
+          bytes_per_minute: int | None, log_format: str | None, page_size: int, poll: float,
+          as_json: bool) -> None:
     """Serve the skills of this directory over MCP (stdio unless --http).
 
     The winners that `skillindex list` shows are published through the MCP skills extension
@@ -120,7 +124,8 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
                               insecure_no_auth=insecure_no_auth, cert=tls_cert, key=tls_key,
                               limits=limits)
     try:
-        run = _server(plan, page_size=page_size, poll_seconds=poll)
+        run = _server(plan, page_size=page_size, poll_seconds=poll,
+                      log_format=log_format or "text")
     except ImportError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types", "pydantic",
                                                               "anyio", "uvicorn", "starlette"):
@@ -132,14 +137,15 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
         run(index)
 
 
-def _server(plan: Listen | None, *, page_size: int,
-            poll_seconds: float) -> Callable[[SkillIndex], None]:
+def _server(plan: Listen | None, *, page_size: int, poll_seconds: float,
+            log_format: str) -> Callable[[SkillIndex], None]:
     """The server to run over an index: stdio, or HTTP as planned (either imports the SDK)."""
     if plan is None:
         from skillindex.serve import mcp  # noqa: PLC0415
         return partial(mcp.serve, page_size=page_size, poll_seconds=poll_seconds)
     from skillindex.serve import http  # noqa: PLC0415
-    return partial(http.serve, listen=plan, page_size=page_size, poll_seconds=poll_seconds)
+    return partial(http.serve, listen=plan, page_size=page_size, poll_seconds=poll_seconds,
+                   log_format=log_format)
 
 
 @serve.group()

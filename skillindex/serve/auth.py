@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import httpx2
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -22,15 +23,31 @@ logger = logging.getLogger("skillindex.serve")
 ACTIVE_SECONDS = 30.0
 INACTIVE_SECONDS = 5.0
 _CACHE_SIZE = 4096
+_NAMESPACES = ("sub:", "user:", "client:")
 
 
 def principal(user: object) -> str | None:
     """The principal of an authenticated request's user (Starlette's `scope["user"]`): the
-    token's subject, else the client it was issued to; None when the request carried none."""
+    token's subject, else `client:` and the client it was issued to (a client's id is not a
+    user's name, whatever its letters); None when the request carried none."""
     if not isinstance(user, AuthenticatedUser):
         return None
     token = user.access_token
-    return token.subject or token.client_id
+    return token.subject or f"client:{token.client_id}"
+
+
+def introspected_principal(answer: Mapping[str, Any]) -> str | None:
+    """Who an introspection answer names, each source in a namespace of its own: `sub` as
+    it is, `user:` and the `username`, or `client:` and the `client_id` (a token a client
+    got for itself); a `sub` that looks like another namespace is marked `sub:`."""
+    subject = _text(answer.get("sub"))
+    if subject is not None:
+        return f"sub:{subject}" if subject.startswith(_NAMESPACES) else subject
+    username = _text(answer.get("username"))
+    if username is not None:
+        return f"user:{username}"
+    client = _text(answer.get("client_id"))
+    return None if client is None else f"client:{client}"
 
 
 class StaticTokens:
@@ -60,7 +77,7 @@ class Introspection:
 
     def __init__(self, endpoint: str, *, resource: str, issuer: str | None = None,
                  client_id: str | None = None, client_secret: str | None = None,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, concurrency: int = 8) -> None:
         self.endpoint = endpoint
         self.resource = resource
         self.issuer = issuer
@@ -69,6 +86,8 @@ class Introspection:
         self.timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._cache: dict[str, tuple[AccessToken | None, float]] = {}
+        # However many requests wait on it, the provider is asked this many at a time.
+        self._asking = anyio.Semaphore(concurrency)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest().hex()
@@ -76,7 +95,11 @@ class Introspection:
         cached = self._cache.get(key)
         if cached is not None and cached[1] > now:
             return cached[0]
-        answer = await self._ask(token)
+        async with self._asking:
+            cached = self._cache.get(key)  # asked meanwhile by a request with the same token
+            if cached is not None and cached[1] > time.monotonic():
+                return cached[0]
+            answer = await self._ask(token)
         verified = None if answer is None else self._verified(token, answer)
         keep = INACTIVE_SECONDS if verified is None else ACTIVE_SECONDS
         if verified is not None and verified.expires_at is not None:
@@ -117,14 +140,14 @@ class Introspection:
                 isinstance(each, str) and check_resource_allowed(self.resource, each)
                 for each in audiences):
             return None  # a token issued for another server is not one for this server
-        subject = _text(answer.get("sub")) or _text(answer.get("username"))
-        client = _text(answer.get("client_id"))
-        if subject is None and client is None:
+        subject = introspected_principal(answer)
+        if subject is None:
             return None
+        client = _text(answer.get("client_id"))
         expires = answer.get("exp")
         scopes = answer.get("scope")
         return AccessToken(
-            token=token, client_id=client or subject or "", subject=subject,
+            token=token, client_id=client or subject, subject=subject,
             scopes=scopes.split() if isinstance(scopes, str) else [],
             expires_at=int(expires) if isinstance(expires, int | float) else None,
             resource=self.resource,

@@ -58,10 +58,12 @@ class Listen:
 
     @property
     def allowed_origins(self) -> list[str]:
-        """Origin headers the server answers (a foreign one is a web page's request: 403)."""
-        return sorted({origin(self.url), "http://127.0.0.1:*",
-                       "http://localhost:*", "http://[::1]:*", "https://127.0.0.1:*",
-                       "https://localhost:*", "https://[::1]:*"})
+        """Origin headers the server answers (a foreign one is a web page's request: 403):
+        `--url`'s and this server's own on loopback, never another local port's, whose
+        pages are another program's."""
+        scheme = "https" if self.cert is not None else "http"
+        return sorted({origin(self.url), *(f"{scheme}://{host}:{self.port}"
+                                           for host in ("127.0.0.1", "localhost", "[::1]"))})
 
 
 def is_loopback(host: str) -> bool:

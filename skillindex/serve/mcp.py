@@ -6,7 +6,7 @@ import base64
 import json
 import secrets
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, NoReturn
@@ -44,6 +44,7 @@ from skillindex.query.disclose import SkillRef, parse_uri_options
 from skillindex.query.modes import manual_only
 from skillindex.serve import skills
 from skillindex.serve.auth import principal
+from skillindex.serve.connections import connection_of
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -199,31 +200,40 @@ class Skills:
                 capabilities["resources"]["listChanged"] = True
         return result
 
-    async def refuse_unauthenticated(self, body: bytes, peer: str) -> None:
-        """Audit, as refused, each read in the body of a request that carried no valid token
-        (the SDK answers it 401): the attempt is on record though nothing was disclosed."""
-        reads = list(_reads_asked(body))
-        if reads:
-            await anyio.to_thread.run_sync(self._refuse_all, reads, peer)
+    def read_asked(self, message: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(URI, method or tool, client name) of the read a JSON-RPC request asks for."""
+        return _read_asked(message)
 
-    def _refuse_all(self, reads: list[tuple[str, str, str]], peer: str) -> None:
-        for uri, reason, client in reads:
-            self.index.refuse_unserved(uri, outcome="refused",
-                                       reason=f"{reason} without a valid token",
-                                       session=f"mcp:{session_part(client)}/{session_part(peer)}")
+    async def refuse_read(self, read: tuple[str, str, str], peer: str) -> None:
+        """Audit, as refused, a read asked without a valid token (the SDK answers it 401):
+        the attempt is on record though nothing was disclosed."""
+        uri, reason, client = read
+        await anyio.to_thread.run_sync(partial(
+            self.index.refuse_unserved, uri, outcome="refused",
+            reason=f"{reason} without a valid token",
+            session=f"mcp:{session_part(client)}/{session_part(peer)}"))
+
+    async def summarize_refusals(self, peer: str, count: int, uri: str) -> None:
+        """One row for the refused reads of a peer past those audited one by one."""
+        await anyio.to_thread.run_sync(partial(
+            self.index.refuse_unserved, uri, outcome="refused",
+            reason=f"{count} refused requests from {peer} in the last minute",
+            session=f"mcp:refused/{session_part(peer)}"))
 
     def session_label(self, ctx: ServerRequestContext[Any, Any] | None) -> str:
         """The audit session, `mcp:<client>/<connection>`: the client's own name and the
-        connection (the HTTP session id, else the id this server drew), each escaped and
-        bounded on its own (`session_part`), so no name can stand for another connection."""
+        connection (the id the server drew for the HTTP connection, else for this process),
+        each escaped and bounded on its own (`session_part`), so no name can stand for
+        another connection. Nothing the client sends names the connection."""
         name, connection = "unknown-client", self.token
         if ctx is not None:
             params = ctx.session.client_params
             if params is not None and params.client_info.name:
                 name = params.client_info.name
-            headers = getattr(ctx.request, "headers", None)
-            if headers is not None and headers.get("mcp-session-id"):
-                connection = str(headers["mcp-session-id"])
+            scope = getattr(ctx.request, "scope", None)
+            drawn = connection_of(scope) if isinstance(scope, dict) else None
+            if drawn is not None:
+                connection = drawn
         return f"mcp:{session_part(name)}/{session_part(connection)}"
 
     # The extension's methods.
@@ -381,33 +391,27 @@ def session_part(text: str) -> str:
     return quoted[:end] + "…"
 
 
-def _reads_asked(body: bytes) -> Iterator[tuple[str, str, str]]:
-    """(URI, method or tool, client name) of each read a JSON-RPC body asks for."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return
-    for request in message if isinstance(message, list) else [message]:
-        params = request.get("params") if isinstance(request, dict) else None
-        if not isinstance(params, dict):
-            continue
-        meta = params.get("_meta")
-        info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
-        client = info.get("name") if isinstance(info, dict) else None
-        client = client if isinstance(client, str) and client else "unknown-client"
-        method = request.get("method")
-        arguments = params.get("arguments")
-        arguments = arguments if isinstance(arguments, dict) else {}
-        uri: object = None
-        if method == "resources/read":
-            uri, reason = params.get("uri"), "resources/read"
-        elif method == "tools/call" and params.get("name") == "read_skill_file":
-            uri, reason = arguments.get("uri"), "read_skill_file"
-        elif method == "tools/call" and params.get("name") == "load_skill":
-            name = arguments.get("name")
-            uri, reason = (skills.base_uri(name) if isinstance(name, str) else None), "load_skill"
-        if isinstance(uri, str):
-            yield uri, reason, client
+def _read_asked(request: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    params = request.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    client = info.get("name") if isinstance(info, dict) else None
+    client = client if isinstance(client, str) and client else "unknown-client"
+    method = request.get("method")
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    uri: object = None
+    reason = ""
+    if method == "resources/read":
+        uri, reason = params.get("uri"), "resources/read"
+    elif method == "tools/call" and params.get("name") == "read_skill_file":
+        uri, reason = arguments.get("uri"), "read_skill_file"
+    elif method == "tools/call" and params.get("name") == "load_skill":
+        name = arguments.get("name")
+        uri, reason = (skills.base_uri(name) if isinstance(name, str) else None), "load_skill"
+    return (uri, reason, client) if isinstance(uri, str) else None
 
 
 def _changed() -> MCPError:
