@@ -498,11 +498,14 @@ class SkillIndex:
     def follow_audit(self, *, after: int | None = None, since: datetime | str | None = None,
                      interval: float = follow.INTERVAL, session: str | None = None,
                      skill: str | None = None, outcome: str | None = None,
-                     stop: Callable[[], bool] = lambda: False) -> Iterator[LoggedEvent]:
+                     stop: Callable[[], bool] = lambda: False,
+                     skipped: Callable[[int], None] = lambda _id: None) -> Iterator[LoggedEvent]:
         """The events appended from now on (after the event `after`, or from `since`), as
-        they come, each look at the log in a transaction of its own; until `stop()`."""
+        they come, each look at the log in a transaction of its own; until `stop()`. The id
+        of a row that does not parse goes to `skipped`, and the stream goes on."""
         return follow.follow_audit(self._store, after=after, since=since, interval=interval,
-                                   session=session, skill=skill, outcome=outcome, stop=stop)
+                                   session=session, skill=skill, outcome=outcome, stop=stop,
+                                   skipped=skipped)
 
     def last_event_id(self, *, before: datetime | str | None = None) -> int:
         """The id of this index's newest event (0 for none); with `before`, of the newest

@@ -808,6 +808,15 @@ class LoggedEvent:
                 "row_hash": self.row_hash}
 
 
+class LoggedListing(list[LoggedEvent]):
+    """Audit rows read in id order, and the ids of rows left out because a field does not
+    parse (only an edit of the database leaves one; `audit verify` names it)."""
+
+    def __init__(self, events: Iterable[LoggedEvent] = (), skipped: Iterable[int] = ()) -> None:
+        super().__init__(events)
+        self.skipped = tuple(skipped)
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyRecord:
     """What the last `verify` of a directory's roots found, as the store kept it."""

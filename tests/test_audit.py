@@ -662,6 +662,24 @@ def test_a_time_that_is_no_time_is_named_and_the_rest_still_listed(
     assert "internal error" not in checked.output
 
 
+@pytest.mark.parametrize("time", ["garbage", "2026-02-30 10:00:00.000000", "", "7"])
+def test_a_follower_passes_a_time_that_is_no_time_as_audit_does(
+        sqlite_index: SkillIndex, sqlite_events: list[dict[str, Any]], time: str) -> None:
+    with sqlite_index.engine.begin() as connection:
+        drop_guards(connection)
+        lift_checks(connection)
+        connection.execute(text("UPDATE load_event SET time = :t WHERE id = :i"),
+                           {"t": time, "i": sqlite_events[1]["id"]})
+    unlisted: list[int] = []
+    followed = list(sqlite_index.follow_audit(after=0, stop=lambda: True,
+                                              skipped=unlisted.append))
+    assert [e.id for e in followed] == [sqlite_events[0]["id"], sqlite_events[2]["id"]]
+    assert unlisted == [sqlite_events[1]["id"]]
+    page = sqlite_index.audit_after(0, limit=2)
+    assert [e.id for e in page] == [sqlite_events[0]["id"]]
+    assert page.skipped == (sqlite_events[1]["id"],)
+
+
 IMPOSSIBLE = {
     "outcome": {"outcome": "bogus"},
     "level-99": {"level": 99},

@@ -255,7 +255,8 @@ def _follow(options: Options, *, after_id: int | None, since: str | None, interv
             session: str | None, skill: str | None, outcome: str | None) -> None:
     with options.open() as index:
         for found in index.follow_audit(after=after_id, since=since, interval=interval,
-                                        session=session, skill=skill, outcome=outcome):
+                                        session=session, skill=skill, outcome=outcome,
+                                        skipped=_unlisted):
             if options.json:
                 print_json_line(found.as_dict())
                 continue
@@ -263,6 +264,11 @@ def _follow(options: Options, *, after_id: int | None, since: str | None, interv
             echo(f"{found.id}  {event.time.isoformat(timespec='milliseconds')}  "
                  f"{event.session or '-'}  {event.event}  {event.outcome}  L{event.level}  "
                  f"{event.bytes}  {event.skill or '-'}  {event.resource or '-'}")
+
+
+def _unlisted(event_id: int) -> None:
+    echo(f"event {event_id} not listed: a field does not parse; `skillindex audit verify` "
+         "checks the log", err=True)
 
 
 @audit.command(name="verify")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from skillindex.errors import ConfigError
-from skillindex.model import AUDIT_OUTCOMES, LoggedEvent
+from skillindex.model import AUDIT_OUTCOMES, LoggedEvent, LoggedListing
 from skillindex.query.library import Library
 from skillindex.store import usage as store_usage
 from skillindex.store.chain import since_of
@@ -22,9 +22,12 @@ PAGE = 500
 def follow(read: Callable[[int], Sequence[LoggedEvent]], after: int, *,
            interval: float = INTERVAL, page: int = PAGE,
            sleep: Callable[[float], None] = time.sleep,
-           stop: Callable[[], bool] = lambda: False) -> Iterator[LoggedEvent]:
+           stop: Callable[[], bool] = lambda: False,
+           skipped: Callable[[int], None] = lambda _id: None) -> Iterator[LoggedEvent]:
     """Every event with an id above `after`, in id order, waiting `interval` seconds whenever
     `read(after)` (up to `page` events after an id) has no more; until `stop()` says so.
+    A row that does not parse (a `LoggedListing`'s skipped ids) is passed to `skipped` in
+    its place, and the stream goes on after it, as `audit` lists the rest.
 
     Ids follow the order events were committed in (each index's chain is appended under a
     lock, SQLite's ids are its rowids), so resuming after the last id printed, in this process
@@ -37,10 +40,16 @@ def follow(read: Callable[[int], Sequence[LoggedEvent]], after: int, *,
     while True:
         stopping = stop()
         found = read(after)
-        for event in found:
-            yield event
-            after = event.id
-        if len(found) < page:
+        unread = found.skipped if isinstance(found, LoggedListing) else ()
+        rows: list[tuple[int, LoggedEvent | None]] = [(event.id, event) for event in found]
+        rows += [(number, None) for number in unread]
+        for number, event in sorted(rows, key=lambda row: row[0]):
+            if event is None:
+                skipped(number)
+            else:
+                yield event
+            after = number
+        if len(rows) < page:
             if stopping:
                 return
             sleep(interval)
@@ -48,7 +57,8 @@ def follow(read: Callable[[int], Sequence[LoggedEvent]], after: int, *,
 
 def follow_audit(store: Library, *, after: int | None, since: datetime | str | None,
                  interval: float, session: str | None, skill: str | None, outcome: str | None,
-                 stop: Callable[[], bool]) -> Iterator[LoggedEvent]:
+                 stop: Callable[[], bool],
+                 skipped: Callable[[int], None]) -> Iterator[LoggedEvent]:
     """The events of `store`'s index appended after the event `after` (an id), or from
     `since`, or from now on, as they come (`follow`), each look a transaction of its own."""
     if outcome is not None and outcome not in AUDIT_OUTCOMES:
@@ -57,11 +67,11 @@ def follow_audit(store: Library, *, after: int | None, since: datetime | str | N
     start = after if after is not None else last_event_id(store, before=since)
     return follow(lambda last: events_after(store, last, limit=PAGE, session=session,
                                             skill=skill, outcome=outcome),
-                  start, interval=interval, stop=stop)
+                  start, interval=interval, stop=stop, skipped=skipped)
 
 
 def events_after(store: Library, after: int, *, limit: int, session: str | None,
-                 skill: str | None, outcome: str | None) -> list[LoggedEvent]:
+                 skill: str | None, outcome: str | None) -> LoggedListing:
     """Up to `limit` events appended after the event `after` (an id), oldest first."""
     with store.session("read the audit log") as db:
         return store_usage.events_after(db, store.index_name, after, limit, session_id=session,

@@ -12,7 +12,14 @@ from typing import Any
 from sqlalchemy import TextClause, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
-from skillindex.model import AuditEvent, Level, LoggedEvent, PrincipalUsage, SkillUsage
+from skillindex.model import (
+    AuditEvent,
+    Level,
+    LoggedEvent,
+    LoggedListing,
+    PrincipalUsage,
+    SkillUsage,
+)
 from skillindex.store.chain import utc
 from skillindex.store.models import LoadEvent
 
@@ -323,9 +330,10 @@ def failed_events(session: Session, index_name: str, since: datetime, until: dat
 
 def events_after(session: Session, index_name: str, after: int, limit: int, *,
                  session_id: str | None = None, skill: str | None = None,
-                 outcome: str | None = None) -> list[LoggedEvent]:
+                 outcome: str | None = None) -> LoggedListing:
     """Up to `limit` events of the index with an id above `after`, in id order (the order
-    they were appended in: ids follow the chain)."""
+    they were appended in: ids follow the chain); a row that does not parse is counted in
+    the limit and its id listed apart."""
     where = ["index_name = :index_name"]
     params: dict[str, Any] = {"index_name": index_name, "after": after, "limit": limit}
     for column, value in (("session", session_id), ("skill", skill), ("outcome", outcome)):
@@ -333,7 +341,13 @@ def events_after(session: Session, index_name: str, after: int, limit: int, *,
             where.append(f"{column} = :{column}")
             params[column] = value
     query = text(AFTER.format(where=" AND ".join(where)))
-    return [_logged(row) for row in session.execute(query, params)]
+    events, skipped = [], []
+    for row in session.execute(query, params):
+        try:
+            events.append(_logged(row))
+        except (TypeError, ValueError):  # as `audit` lists the rest: see rows.events_of
+            skipped.append(int(row[0]))
+    return LoggedListing(events, skipped)
 
 
 def last_id(session: Session, index_name: str, *, before: datetime | None = None) -> int:
