@@ -26,6 +26,7 @@ from skillindex.model import (
     HeldSkill,
     IndexReport,
     LoggedEvent,
+    LoggedListing,
     RiskFinding,
     RootState,
     ScanProblem,
@@ -490,8 +491,9 @@ class SkillIndex:
                                   limits=self.settings.limits, cwd=self.env.cwd)
 
     def audit_after(self, after: int, *, limit: int = follow.PAGE, session: str | None = None,
-                    skill: str | None = None, outcome: str | None = None) -> list[LoggedEvent]:
-        """Up to `limit` events appended after the event `after` (an id), oldest first."""
+                    skill: str | None = None, outcome: str | None = None) -> LoggedListing:
+        """Up to `limit` events appended after the event `after` (an id), oldest first; the
+        ids of rows that do not parse are its `skipped`."""
         return follow.events_after(self._store, after, limit=limit, session=session,
                                    skill=skill, outcome=outcome)
 
