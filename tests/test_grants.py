@@ -25,7 +25,8 @@ from sqlalchemy.exc import DatabaseError
 from skillindex.api import SkillIndex, database_grants
 from skillindex.cli import cli
 from skillindex.config import Environment
-from skillindex.errors import ConfigError, ReindexBusyError
+from skillindex.query.disclose import parse_uri
+from skillindex.errors import ConfigError, ReindexBusyError, SkillIndexError
 from skillindex.store.engine import make_engine
 from tests.conftest import root_settings, write_skill
 
@@ -46,6 +47,7 @@ class Shared:
     indexer_role: str
     agent_role: str
     root: Path
+    server: str = ""
 
 
 def _create_role(server: PostgresServer, name: str) -> None:
@@ -57,7 +59,8 @@ def _create_role(server: PostgresServer, name: str) -> None:
 @pytest.fixture
 def shared(pg_server: PostgresServer, tmp_path: Path, env: Environment) -> Iterator[Shared]:
     number = next(NUMBERS)
-    roles = (f"indexer_{os.getpid()}_{number}", f"agent_{os.getpid()}_{number}")
+    roles = (f"indexer_{os.getpid()}_{number}", f"agent_{os.getpid()}_{number}",
+             f"server_{os.getpid()}_{number}")
     for role in roles:
         _create_role(pg_server, role)
     owner = pg_server.create_database()
@@ -66,10 +69,10 @@ def shared(pg_server: PostgresServer, tmp_path: Path, env: Environment) -> Itera
     write_skill(root, "pdf", body="# PDF\n")
     SkillIndex.open(root_settings(root), db=owner, env=env).close()  # the owner migrates
     result = CliRunner().invoke(cli, ["--db", owner, "db", "grants", "--indexer", roles[0],
-                                      "--agent", roles[1], "--apply"])
+                                      "--agent", roles[1], "--server", roles[2], "--apply"])
     assert result.exit_code == 0, result.output
     yield Shared(owner, pg_server.url(database, roles[0]), pg_server.url(database, roles[1]),
-                 roles[0], roles[1], root)
+                 roles[0], roles[1], root, pg_server.url(database, roles[2]))
 
 
 def test_each_role_does_its_work(shared: Shared, env: Environment) -> None:
@@ -167,8 +170,45 @@ def test_grants_are_printed_without_being_applied(shared: Shared) -> None:
     assert shape["applied"] is False
     on_audit = [s for s in shape["statements"]
                 if s.startswith("GRANT") and "public.load_event " in f"{s} ".replace(",", " ")]
-    assert on_audit == [
-        "GRANT SELECT, INSERT ON public.load_event TO skillindex_indexer, skillindex_agent"]
+    assert on_audit[0] == "GRANT SELECT ON public.load_event TO skillindex_indexer, " \
+                          "skillindex_agent"
+    assert on_audit[1].startswith('GRANT INSERT (id, index_name, "time", ')
+    assert on_audit[1].endswith(") ON public.load_event TO skillindex_indexer, skillindex_agent")
+    assert "principal" not in on_audit[1] and len(on_audit) == 2
+    served = CliRunner().invoke(cli, ["--db", shared.owner, "--json", "db", "grants",
+                                      "--server", "team"])
+    assert "GRANT INSERT ON public.load_event TO team" in json.loads(served.stdout)["statements"]
+
+
+RAW_EVENT = ("INSERT INTO load_event (index_name, time, event, skill, level, bytes, outcome{}) "
+             "VALUES ('default', now(), 'skill.read', 'pdf', 2, 5, 'ok'{})")
+
+
+@pytest.mark.parametrize("role", ["agent", "indexer"])
+def test_only_the_server_role_appends_an_event_under_a_principal(shared: Shared,
+                                                                 env: Environment,
+                                                                 role: str) -> None:
+    """A host holding the agent's (or the indexer's) role cannot write an `ok` event that says
+    a principal the server authenticated loaded a skill."""
+    engine = make_engine(shared.agent if role == "agent" else shared.indexer)
+    with pytest.raises(DatabaseError, match=DENIED), engine.begin() as connection:
+        connection.execute(text(RAW_EVENT.format(", principal", ", 'alice'")))
+    with engine.begin() as connection:  # without a principal, it still appends
+        connection.execute(text(RAW_EVENT.format("", "")))
+    engine.dispose()
+    with SkillIndex.open(root_settings(shared.root), db=shared.indexer, env=env) as indexer:
+        indexer.reindex()
+    uri = "skill://pdf"
+    with SkillIndex.open(root_settings(shared.root), db=shared.agent, env=env) as agent, \
+            pytest.raises(SkillIndexError, match="cannot be written"):
+        agent.read_stored(uri, parse_uri(uri), None, reason="test", principal="alice")
+    with SkillIndex.open(root_settings(shared.root), db=shared.server, env=env) as server:
+        server.read_stored(uri, parse_uri(uri), None, reason="test", principal="alice")
+        server.read(uri, reason="test")
+        events = server.audit()
+        assert [(e.outcome, e.principal) for e in events] == [
+            ("ok", None), ("ok", "alice"), ("ok", None)]
+        assert server.verify_audit().ok
 
 
 def test_a_role_that_owns_a_table_is_refused(shared: Shared) -> None:

@@ -96,27 +96,33 @@ def current(ctx: click.Context, as_json: bool) -> None:
 @click.option("--agent", default="skillindex_agent", show_default=True, metavar="ROLE",
               type=params.ROLE,
               help="The role agent hosts connect as: reads the catalog, appends audit events.")
+@click.option("--server", default=None, metavar="ROLE", type=params.ROLE,
+              help="The role `serve --http` connects as: reads what the agent reads, and is "
+              "the only one that may append an event with a principal.")
 @click.option("--apply", "apply_them", is_flag=True,
               help="Run the statements (as the tables' owner) instead of printing them.")
 @json_option
 @click.pass_context
-def grants(ctx: click.Context, indexer: str, agent: str, apply_them: bool,
+def grants(ctx: click.Context, indexer: str, agent: str, server: str | None, apply_them: bool,
            as_json: bool) -> None:
     """Print (or apply) least-privilege GRANTs on a PostgreSQL index.
 
-    Neither role owns a table, so neither can alter the audit table or disable its triggers;
-    neither may UPDATE, DELETE or TRUNCATE it. Run again after every `db upgrade`.
+    No role owns a table, so none can alter the audit table or disable its triggers; none
+    may UPDATE, DELETE or TRUNCATE it. Only the server role may append an event with a
+    principal (who `serve --http` authenticated); without --server no role may. Run again
+    after every `db upgrade`.
 
     \b
     Examples:
       skillindex --db postgresql://admin@dbhost/skills db grants
       skillindex --db postgresql://admin@dbhost/skills db grants --agent hosts --apply
+      skillindex --db postgresql://admin@dbhost/skills db grants --server team --apply
     """
     from skillindex.api import database_grants  # noqa: PLC0415
 
     options = options_of(ctx, as_json)
     done = database_grants(db=options.db, cwd=options.cwd, indexer=indexer, agent=agent,
-                           apply=apply_them)
+                           server=server, apply=apply_them)
     if options.json:
         print_json({"applied": apply_them, "statements": done})
         return

@@ -46,8 +46,11 @@ def migrate_database(action: str, revision: str | None = None, *, db: str | None
 
 def database_grants(*, db: str | None = None, cwd: str | Path | None = None,
                     env: Environment | None = None, indexer: str = "skillindex_indexer",
-                    agent: str = "skillindex_agent", apply: bool = False) -> list[str]:
-    """The least-privilege GRANTs of a PostgreSQL index for an indexer and an agent role.
+                    agent: str = "skillindex_agent", server: str | None = None,
+                    apply: bool = False) -> list[str]:
+    """The least-privilege GRANTs of a PostgreSQL index for an indexer and an agent role, and
+    the role `serve --http` connects as (`server`): the only one that may append an event
+    with a principal.
 
     With `apply`, they are run (as the role that owns the tables, or a superuser) in one
     transaction; otherwise only returned. Neither role owns a table: the agent reads the catalog
@@ -57,7 +60,7 @@ def database_grants(*, db: str | None = None, cwd: str | Path | None = None,
     url = database_url(db, environment(env, cwd))
     grants.require_postgresql(url)
     engine = make_engine(url, create=False)
-    roles = grants.Roles(indexer=indexer, agent=agent)
+    roles = grants.Roles(indexer=indexer, agent=agent, server=server)
     try:
         with units.failing_as(engine, "grant"):
             if apply:

@@ -34,6 +34,7 @@ __all__ = ["GENESIS", "LIMITS", "TEXT_FIELDS", "append", "bounded", "check_chain
 LOAD_EVENT = Base.metadata.tables["load_event"]
 _HEAD = text(sql.AUDIT_HEAD)
 _APPEND = text(sql.AUDIT_APPEND)
+_APPEND_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED)
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
 
@@ -59,8 +60,11 @@ def append(session: Session, index_name: str, record: model.AuditRecord, *,
     milliseconds = max(1, round(lock_timeout * 1000))
     session.execute(text("SELECT set_config('lock_timeout', :wait, true)"),
                     {"wait": f"{milliseconds}ms"})
+    # A role other than the server's may not insert the principal column at all, not even
+    # NULL: an event nobody authenticated leaves it out.
+    statement = _APPEND if record.principal is not None else _APPEND_UNATTRIBUTED
     try:
-        return int(session.execute(_APPEND, unchained(fields)).scalar_one())
+        return int(session.execute(statement, unchained(fields)).scalar_one())
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
             raise AuditBusyError(index_name, lock_timeout) from exc

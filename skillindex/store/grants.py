@@ -26,10 +26,16 @@ NOT_POSTGRESQL = ("db grants is for PostgreSQL; a SQLite index is protected by i
                   "permissions (0600)")
 
 
+# Only the server's own role may name who an event was for: the other roles insert every
+# column of the audit but this one.
+PRINCIPAL_COLUMN = "principal"
+
+
 @dataclass(frozen=True, slots=True)
 class Roles:
     indexer: str
     agent: str
+    server: str | None = None  # the role `serve --http` connects as; None: no role sets one
 
 
 def require_postgresql(url: str) -> None:
@@ -51,7 +57,9 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
 
     The indexer writes the catalog tables, may create the temporary tables a reindex stages
     rows in, and appends audit events and runs; the agent reads the catalog and appends audit
-    events. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
+    events. Only the server role (`serve --http`'s, when named) may append an event with a
+    `principal`: the others may insert every column of the audit table but that one, so no
+    host can claim to be a principal the server authenticated. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
     audit's anchors), nor write the audit's rollup, nor touch the chain's lock; only the
     indexer may take the reindex lock, through the owner's function. Neither owns a table, so
     neither can ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and
@@ -60,8 +68,9 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     """
     if connection.dialect.name != "postgresql":
         raise ConfigError(NOT_POSTGRESQL)
-    if roles.indexer == roles.agent:
-        raise ConfigError("the indexer and the agent role must differ")
+    named = [name for name in (roles.indexer, roles.agent, roles.server) if name is not None]
+    if len(set(named)) != len(named):
+        raise ConfigError("the indexer, the agent and the server role must differ")
     database, schema = connection.execute(
         text("SELECT quote_ident(current_database()), quote_ident(current_schema())")).one()
     tables = [str(name) for name in connection.execute(text(
@@ -92,40 +101,52 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
         return ", ".join(f"{schema}.{_ident(connection, item)}" for item in items)
 
     indexer, agent = _ident(connection, roles.indexer), _ident(connection, roles.agent)
+    server = None if roles.server is None else _ident(connection, roles.server)
     both = f"{indexer}, {agent}"
+    # The server reads what the agent reads; it alone may insert an event's principal.
+    readers = both if server is None else f"{both}, {server}"
+    attributed = ", ".join(_ident(connection, str(name)) for name in connection.execute(text(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+        "current_schema() AND table_name = :t AND column_name <> :p ORDER BY ordinal_position"),
+        {"t": AUDIT_TABLE, "p": PRINCIPAL_COLUMN}).scalars())
     special = (AUDIT_TABLE, VERSION_TABLE, LOCK_TABLE, REINDEX_TABLE, RUN_TABLE,
                ROLLUP_TABLE)
     catalog = [t for t in tables if t not in special]
     rollup = [t for t in tables if t == ROLLUP_TABLE]
+    readonly = agent if server is None else f"{agent}, {server}"
     result = [
-        f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {both}",
-        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {schema} FROM {both}",
-        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {agent}",
-        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {both}",
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {readers}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {schema} FROM {readers}",
+        f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC, {readonly}",
+        f"REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {readers}",
         f"GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {indexer}",
-        f"GRANT CONNECT ON DATABASE {database} TO {agent}",
-        f"GRANT USAGE ON SCHEMA {schema} TO {both}",
-        f"GRANT SELECT ON {names([VERSION_TABLE, *views, *rollup])} TO {both}",
+        f"GRANT CONNECT ON DATABASE {database} TO {readonly}",
+        f"GRANT USAGE ON SCHEMA {schema} TO {readers}",
+        f"GRANT SELECT ON {names([VERSION_TABLE, *views, *rollup])} TO {readers}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {names(catalog)} TO {indexer}",
-        f"GRANT SELECT ON {names(catalog)} TO {agent}",
+        f"GRANT SELECT ON {names(catalog)} TO {readonly}",
         f"GRANT SELECT, INSERT ON {names([RUN_TABLE])} TO {indexer}",
-        f"GRANT SELECT ON {names([RUN_TABLE])} TO {agent}",
-        f"GRANT SELECT, INSERT ON {names([AUDIT_TABLE])} TO {both}",
+        f"GRANT SELECT ON {names([RUN_TABLE])} TO {readonly}",
+        f"GRANT SELECT ON {names([AUDIT_TABLE])} TO {readers}",
+        f"GRANT INSERT ({attributed}) ON {names([AUDIT_TABLE])} TO {both}",
     ]
+    if server is not None:
+        result.append(f"GRANT INSERT ON {names([AUDIT_TABLE])} TO {server}")
     if REINDEX_TABLE in tables:
         reindex_lock = f"{schema}.{REINDEX_LOCK}"
-        result += [f"REVOKE ALL ON FUNCTION {reindex_lock} FROM PUBLIC, {agent}",
+        result += [f"REVOKE ALL ON FUNCTION {reindex_lock} FROM PUBLIC, {readonly}",
                    f"GRANT EXECUTE ON FUNCTION {reindex_lock} TO {indexer}"]
     others = [s for s in sequences if audit_sequence not in (f"{schema}.{s}", s)]
     if others:
         result.append(f"GRANT USAGE ON SEQUENCE {names(others)} TO {indexer}")
-    result.append(f"GRANT USAGE ON SEQUENCE {audit_sequence} TO {both}")
+    result.append(f"GRANT USAGE ON SEQUENCE {audit_sequence} TO {readers}")
     return result
 
 
 def apply(connection: Connection, roles: Roles) -> list[str]:
     """Run the statements in the caller's transaction; the roles must exist."""
-    missing = [name for name in (roles.indexer, roles.agent) if connection.execute(
+    missing = [name for name in (roles.indexer, roles.agent, roles.server)
+               if name is not None and connection.execute(
         text("SELECT 1 FROM pg_roles WHERE rolname = :n"), {"n": name}).first() is None]
     if missing:
         raise StoreError(f"no role {missing[0]} in this PostgreSQL server: create it first "

@@ -134,6 +134,13 @@ AUDIT_APPEND = (
     "outcome, reason, session, path, principal, prev_hash, row_hash) VALUES (:index_name, "
     ":time, :event, :skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, "
     ":path, :principal, :prev_hash, :row_hash) RETURNING id")
+# The same without the principal, which only the server's role may insert on PostgreSQL
+# (store/grants.py): what every append names when no principal was authenticated.
+AUDIT_APPEND_UNATTRIBUTED = (
+    "INSERT INTO load_event (index_name, time, event, skill, resource, level, bytes, digest, "
+    "outcome, reason, session, path, prev_hash, row_hash) VALUES (:index_name, :time, :event, "
+    ":skill, :resource, :level, :bytes, :digest, :outcome, :reason, :session, :path, "
+    ":prev_hash, :row_hash) RETURNING id")
 # An anchor (store/chain.py `anchor`): the head's id and hash, the newest anchor recorded,
 # the event that follows a hash, and how many events an id range of the index holds.
 AUDIT_HEAD_ID = ("SELECT id, row_hash FROM load_event WHERE index_name = :index_name "
