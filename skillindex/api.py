@@ -360,12 +360,13 @@ class SkillIndex:
             return str(exc)
         return None
 
-    def refuse_unserved(self, uri: str, *, outcome: str, reason: str | None,
-                        session: str | None, principal: str | None = None) -> None:
-        """Audit a read of `uri` that a server refused before asking the index (it serves no
-        such URI, or the path is refused): outcome `not-found` or `refused`, nothing handed
-        over. The audit has no other way in from outside: every row is a disclosure attempt
-        this library made."""
+    def _refuse_unserved(self, uri: str, *, outcome: str, reason: str | None,
+                         session: str | None, principal: str | None = None) -> None:
+        """Audit a read of `uri` that this package's server refused before asking the index
+        (it serves no such URI, or the path is refused): outcome `not-found` or `refused`,
+        nothing handed over. Not public: the audit has no way in from outside, and every row
+        is a disclosure attempt this library or its server made (on PostgreSQL only the
+        server's role may write one with a principal, see store/grants.py)."""
         audit.refuse_unserved(self._store, uri, outcome=outcome, reason=reason, session=session,
                               principal=principal)
 

@@ -469,11 +469,13 @@ def test_no_public_call_appends_an_event_of_the_callers_making(tree: Tree) -> No
     """Every audit row is a disclosure the library made: a published catalog counts its own
     bytes at level 1; a server's refusal hands nothing over."""
     assert not hasattr(tree.index, "append_event")
+    # A server's refusal is this package's own path, not the library's public API.
+    assert not hasattr(tree.index, "refuse_unserved")
     published = tree.index.catalog(session="s-1").text.encode()
-    tree.index.refuse_unserved("skill://pdf/x.md", outcome="not-found", reason="r",
-                               session="s-1")
+    tree.index._refuse_unserved("skill://pdf/x.md", outcome="not-found", reason="r",
+                                session="s-1")
     with pytest.raises(ConfigError, match="not-found or refused"):
-        tree.index.refuse_unserved("skill://pdf", outcome="ok", reason="r", session="s-1")
+        tree.index._refuse_unserved("skill://pdf", outcome="ok", reason="r", session="s-1")
     [row] = tree.index.audit(levels=True)
     assert (row.session, row.l1_bytes, row.l2_bytes, row.l3_bytes, row.events) == (
         "s-1", len(published), 0, 0, 2)

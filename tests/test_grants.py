@@ -25,8 +25,8 @@ from sqlalchemy.exc import DatabaseError
 from skillindex.api import SkillIndex, database_grants
 from skillindex.cli import cli
 from skillindex.config import Environment
-from skillindex.query.disclose import parse_uri
 from skillindex.errors import ConfigError, ReindexBusyError, SkillIndexError
+from skillindex.query.disclose import parse_uri
 from skillindex.store.engine import make_engine
 from tests.conftest import root_settings, write_skill
 

@@ -209,14 +209,14 @@ class Skills:
         the attempt is on record though nothing was disclosed."""
         uri, reason, client = read
         await anyio.to_thread.run_sync(partial(
-            self.index.refuse_unserved, uri, outcome="refused",
+            self.index._refuse_unserved, uri, outcome="refused",
             reason=f"{reason} without a valid token",
             session=f"mcp:{session_part(client)}/{session_part(peer)}"))
 
     async def summarize_refusals(self, peer: str, count: int, uri: str) -> None:
         """One row for the refused reads of a peer past those audited one by one."""
         await anyio.to_thread.run_sync(partial(
-            self.index.refuse_unserved, uri, outcome="refused",
+            self.index._refuse_unserved, uri, outcome="refused",
             reason=f"{count} refused requests from {peer} in the last minute",
             session=f"mcp:refused/{session_part(peer)}"))
 
@@ -360,8 +360,8 @@ class Skills:
             rejected = self._rejected(options[-1].name)
             if rejected is not None:
                 message = f"{uri} is not served: {rejected}"
-        self.index.refuse_unserved(uri, outcome=outcome, reason=reason, session=session,
-                                   principal=principal)
+        self.index._refuse_unserved(uri, outcome=outcome, reason=reason, session=session,
+                                    principal=principal)
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
     def _rejected(self, name: str) -> str | None:

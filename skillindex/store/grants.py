@@ -59,10 +59,11 @@ def statements(connection: Connection, roles: Roles) -> list[str]:
     rows in, and appends audit events and runs; the agent reads the catalog and appends audit
     events. Only the server role (`serve --http`'s, when named) may append an event with a
     `principal`: the others may insert every column of the audit table but that one, so no
-    host can claim to be a principal the server authenticated. Neither may UPDATE, DELETE or TRUNCATE the audit table or the runs (which hold the
-    audit's anchors), nor write the audit's rollup, nor touch the chain's lock; only the
-    indexer may take the reindex lock, through the owner's function. Neither owns a table, so
-    neither can ALTER one or disable its triggers. PUBLIC loses TEMPORARY on the database and
+    host can claim to be a principal the server authenticated. No role may UPDATE, DELETE or
+    TRUNCATE the audit table or the runs (which hold the audit's anchors), nor write the
+    audit's rollup, nor touch the chain's lock; only the indexer may take the reindex lock,
+    through the owner's function. None owns a table, so none can ALTER one or disable its
+    triggers. PUBLIC loses TEMPORARY on the database and
     CREATE on the schema, which every role would otherwise have through it. Tables come from
     the database as it is now: run this again after every upgrade.
     """
