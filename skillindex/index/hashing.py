@@ -93,10 +93,19 @@ class SkillDir:
     def directory(self, rel_dir: str) -> int:
         """The descriptor of a folder beneath the skill (`a/b`; "" for the skill itself)."""
         fd = self._dirs.get(rel_dir)
-        if fd is None:
-            parent, _, name = rel_dir.rpartition("/")
-            fd = os.open(name, _DIR_FLAGS | NOFOLLOW, dir_fd=self.directory(parent))
-            self._dirs[rel_dir] = fd
+        if fd is not None:
+            return fd
+        # Up to the nearest folder already open, then down a name at a time: a path of any
+        # depth (a URI may name one of a thousand segments) costs no recursion.
+        below: list[str] = []
+        known = rel_dir
+        while known not in self._dirs:
+            below.append(known)
+            known = known.rpartition("/")[0]
+        fd = self._dirs[known]
+        for folder in reversed(below):
+            fd = os.open(folder.rpartition("/")[2], _DIR_FLAGS | NOFOLLOW, dir_fd=fd)
+            self._dirs[folder] = fd
         return fd
 
     def lstat(self, rel_path: str) -> os.stat_result:

@@ -44,6 +44,9 @@ from skillindex.model import (
 from skillindex.text import is_text, shown_name
 
 SCHEME = "skill://"
+# The most `:`-separated parts a catalog name has (a qualifier, a plugin, its skill, and room
+# to spare).
+MAX_NAME_PARTS = 16
 OK = "ok"
 MARKDOWN = "text/markdown"
 PLAIN = "text/plain"
@@ -95,9 +98,12 @@ def parse_uri_options(uri: str) -> list[SkillRef]:
     # Exactly one decoding: `%252e` stays the literal text `%2e`, never becomes a dot.
     check_relative(unquote(raw), skill=name)
     segments = raw.split("/")
-    options = [SkillRef(":".join([name, *segments]), None)]
+    # No catalog name has more parts than this: a URI of a thousand segments is read in a
+    # few ways, not a thousand (each a lookup).
+    longest = min(len(segments), MAX_NAME_PARTS - 1)
+    options = [SkillRef(":".join([name, *segments]), None)] if len(segments) == longest else []
     options.extend(SkillRef(":".join([name, *segments[:cut]]), unquote("/".join(segments[cut:])))
-                   for cut in range(len(segments) - 1, -1, -1))
+                   for cut in range(min(longest, len(segments) - 1), -1, -1))
     return options
 
 
@@ -108,7 +114,7 @@ def skill_path(name: str) -> str:
 
 def check_relative(path: str, *, skill: str) -> str:
     """Accept only a plain relative path of named segments; anything else is refused."""
-    problem = _path_problem(path)
+    problem = path_problem(path)
     if problem is not None:
         quoted = repr(path) if is_text(path) else f"'{shown_name(path)}'"
         raise PathRefusedError(f"refused path {quoted} in skill {shown_name(skill)}: {problem}",
@@ -116,7 +122,9 @@ def check_relative(path: str, *, skill: str) -> str:
     return path
 
 
-def _path_problem(path: str) -> str | None:
+def path_problem(path: str) -> str | None:
+    """Why a URI cannot name this relative path (None: it can): the one rule by which every
+    surface reads, lists and publishes a skill's files."""
     if not path:
         return "the path is empty"
     if not is_text(path):

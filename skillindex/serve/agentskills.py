@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 from skillindex import errors
 from skillindex.index.scanner import ENTRY
 from skillindex.model import Disclosure, SkillManifest
-from skillindex.query.disclose import SCHEME
+from skillindex.query.disclose import SCHEME, path_problem
 from skillindex.query.modes import manual_only
 
 if TYPE_CHECKING:
@@ -98,12 +98,14 @@ class IndexProvider(SkillProvider):
         listing: dict[str, list[str]] = {kind: [] for kind in RESOURCE_KINDS}
         for item in self._manifest(skill_id).files:
             kind, slash, rest = item.rel_path.partition("/")
-            if slash and kind in listing:
+            if slash and kind in listing and path_problem(item.rel_path) is None:
                 listing[kind].append(rest)
         return {kind: sorted(names) for kind, names in listing.items()}
 
     async def list_files(self, skill_id: str) -> list[str]:
-        return sorted(item.rel_path for item in self._manifest(skill_id).files)
+        # Only what a URI can name, as every surface lists it (no backslash, for one).
+        return sorted(item.rel_path for item in self._manifest(skill_id).files
+                      if path_problem(item.rel_path) is None)
 
     async def search(self, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
         """The catalog skills that best match `query`, best first: `{skill_id, description,

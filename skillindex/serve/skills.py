@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote
 
 from skillindex.errors import describe
 from skillindex.model import SkillManifest, StoredSkill
-from skillindex.query.disclose import SCHEME, skill_path
+from skillindex.query.disclose import SCHEME, path_problem, skill_path
 from skillindex.query.resolve import Names
 
 EXTENSION = "io.modelcontextprotocol/skills"
@@ -140,6 +140,8 @@ class Publication:
             if entry.sha256 is None:  # over max_file_bytes: never read, so never served
                 continue
             rel = entry.rel_path
+            if path_problem(rel) is not None:  # no URI names it (a backslash): not listed
+                continue
             path = self._quoted.get(rel)
             if path is None:
                 path = self._quoted[rel] = _quoted(rel)
@@ -192,7 +194,10 @@ class Publication:
         return self._directories[uri]
 
     def _children(self, uri: str) -> list[dict[str, str]] | None:
-        # The longest skill path the URI starts with owns it, as it does for reads.
+        # The longest skill path the URI starts with owns it, as it does for reads; a path
+        # that `read` refuses (`skill://pdf/`, an empty segment) is no folder either.
+        if uri.endswith("/"):
+            return None
         parts = uri.split("/")
         for cut in range(len(parts), 2, -1):
             skill = self.by_base.get("/".join(parts[:cut]))
@@ -201,10 +206,12 @@ class Publication:
                 break
         else:
             return None
+        if inside and path_problem(unquote(inside)) is not None:
+            return None
         prefix = f"{unquote(inside)}/" if inside else ""
         children: dict[str, dict[str, str]] = {}
         for rel in skill.files:
-            if not rel.startswith(prefix):
+            if not rel.startswith(prefix) or path_problem(rel) is not None:
                 continue
             head, slash, _ = rel[len(prefix):].partition("/")
             child = f"{uri}/{_quoted(head)}"
