@@ -19,15 +19,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(cwd: Path, *options: str, log: Path | None = None) -> Iterator[int]:
+def serving(cwd: Path, *options: str, log: Path | None = None,
+            files: int | None = None) -> Iterator[int]:
     """`skillindex serve --http PORT [options]` started in `cwd` (its environment this one's),
     its port once it accepts a connection; stopped at the end. Its access log (stdout) goes
-    to `log` when given."""
+    to `log` when given; `files` is its limit of open file descriptors."""
     port = free_port()
+    # The limit is set by the server's own first statement: nothing runs between fork and exec.
+    start = ["-m", "skillindex"] if files is None else ["-c", (
+        f"import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({files}, "
+        f"{files})); sys.argv[0] = 'skillindex'; runpy.run_module('skillindex', "
+        "run_name='__main__')")]
     with open(log or os.devnull, "wb") as access:
-        server = subprocess.Popen([sys.executable, "-m", "skillindex", "serve", "--http",
-                                   str(port), *options], cwd=cwd, stdout=access,
-                                  stderr=subprocess.PIPE)
+        server = subprocess.Popen([sys.executable, *start, "serve", "--http", str(port),
+                                   *options], cwd=cwd, stdout=access, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while True:  # the server is up once it accepts a connection
@@ -42,3 +47,4 @@ def serving(cwd: Path, *options: str, log: Path | None = None) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    assert server.returncode == 0, server.stderr.read() if server.stderr else ""

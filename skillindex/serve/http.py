@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import socket
 import sys
 import time
@@ -182,4 +183,13 @@ def serve(index: SkillIndex, listen: Listen, *, page_size: int = PAGE_SIZE,
         finally:
             await refusals.flush()
 
+    # uvicorn drains on SIGTERM and SIGINT, then raises the signal again once its own handlers
+    # are gone: these take it, so the refusals' summaries are written and the exit is clean.
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, _stopped)
     anyio.run(main)
+    logging.getLogger("skillindex.serve").info("stopped")
+
+
+def _stopped(number: int, frame: object) -> None:
+    """A stop signal that arrives once the server has drained: it is stopping already."""
