@@ -13,7 +13,8 @@ from pathlib import Path
 
 from skillindex.api import SkillIndex
 from skillindex.config import Environment, RootConfig, Settings
-from skillindex.errors import ConfigError, IndexMissingError
+from skillindex.errors import ConfigError, IndexMissingError, SkillIndexError
+from skillindex.index import frontmatter
 from skillindex.index.indexer import Progress
 from skillindex.model import Scope, Validation
 from skillindex.query import evals
@@ -179,7 +180,7 @@ def _evaluate(index: SkillIndex, targets: Sequence[_Target], copies: Sequence[Pa
               ranking: str, k: int, ranked: Ranked | None) -> list[SkillEval]:
     where = {str(copy): target for copy, target in zip(copies, targets, strict=True)}
     names: dict[str, str] = {}
-    for winner in _winners_at(index, set(where)):
+    for winner in _winners_at(index, where):
         names[str(winner[1])] = winner[0]
     total = sum(len(target.queries) for target in targets)
     done = 0
@@ -205,10 +206,32 @@ def _evaluate(index: SkillIndex, targets: Sequence[_Target], copies: Sequence[Pa
     return skills
 
 
-def _winners_at(index: SkillIndex, locations: set[str]) -> Iterator[tuple[str, Path]]:
-    for winner in index.iter_winners(findings=False):
-        if str(winner.candidate.path) in locations:
+def _winners_at(index: SkillIndex, locations: dict[str, _Target]) -> Iterator[tuple[str, Path]]:
+    """The catalog names of the skills under test: each looked up by the name its SKILL.md
+    declares, and only when one is not found that way (a collision policy renamed it), found
+    among every winner."""
+    missing = set(locations)
+    for location in locations:
+        declared = _declared_name(Path(location))
+        if declared is None:
+            continue
+        try:
+            winner = index.winner(declared)
+        except SkillIndexError:
+            continue
+        if str(winner.candidate.path) == location:
+            missing.discard(location)
             yield winner.name, winner.candidate.path
+    if missing:
+        for winner in index.iter_winners(findings=False):
+            if str(winner.candidate.path) in missing:
+                yield winner.name, winner.candidate.path
+
+
+def _declared_name(entry: Path) -> str | None:
+    parsed = frontmatter.parse(_head(entry) or b"", lenient=True)
+    name = (parsed.fields or {}).get("name")
+    return name if isinstance(name, str) else entry.parent.name
 
 
 def _rank(index: SkillIndex, query: EvalQuery, location: str, *, ranking: str,
@@ -219,10 +242,14 @@ def _rank(index: SkillIndex, query: EvalQuery, location: str, *, ranking: str,
             if not manual_only(hit.winner, modes)]
     rank = next((n for n, hit in enumerate(hits, start=1) if hit.location == location), None)
     ahead = tuple(hit.name for hit in hits[:min(k, (rank or k + 1) - 1)])
-    catalog = index.catalog(query=query.query)
-    entry = next((e for e in catalog.entries if e.location == location), None)
-    state = evals.catalog_state(None if entry is None else entry.truncated,
-                                bool(entry and entry.description))
+    state = None
+    if ranking == "catalog":
+        # Only when it decides: at a registry's size each query-ranked catalog reads the order
+        # of every winner, some hundred times the cost of the search.
+        catalog = index.catalog(query=query.query)
+        entry = next((e for e in catalog.entries if e.location == location), None)
+        state = evals.catalog_state(None if entry is None else entry.truncated,
+                                    bool(entry and entry.description))
     chosen = {"search": rank is not None and rank <= k, "catalog": state == evals.WHOLE}
     triggered = chosen[ranking]
     return QueryResult(query.query, query.should_trigger, rank, state, triggered, ahead)

@@ -171,8 +171,10 @@ def test_text_shows_each_query_and_a_summary(world: Path) -> None:
     lines = result.output.splitlines()
     assert lines[0] == ("weather-alerts  work/weather-alerts/SKILL.md  recall 0.50, "
                         "false triggers 1.00")
-    assert "  FALSE   #2 whole     should not is my flight delayed" in lines
-    assert "  MISS     - whole     should     will it rain in Paris tomorrow" in lines
+    assert "  FALSE   #2 should not is my flight delayed" in lines
+    assert "  MISS     - should     will it rain in Paris tomorrow" in lines
+    by_catalog = run_cli("eval", "work/weather-alerts", "--by", "catalog").output.splitlines()
+    assert "  FALSE   #2 whole     should not is my flight delayed" in by_catalog
     assert lines[-1].startswith("1 skill, 4 queries (search, k=10, catalog of 8,000 characters)"
                                 " against the index")
 

@@ -27,7 +27,7 @@ from skillindex.query.evals import EvalReport, SkillEval
 @click.option("--by", "ranking", type=click.Choice(evals.RANKINGS), default="search",
               show_default=True,
               help="What counts as chosen: search (in the first k results) or catalog (whole "
-              "in the catalog ranked by the query).")
+              "in the catalog ranked by the query; its rank in the search is shown too).")
 @click.option("--min-recall", type=params.SHARE, metavar="R",
               help="Exit 1 when a skill is chosen for fewer of its should-trigger queries.")
 @click.option("--max-false", type=params.SHARE, metavar="R",
@@ -43,9 +43,10 @@ def eval_(ctx: click.Context, paths: tuple[str, ...], queries_file: str | None,
     A skill's trigger evals are eval_queries.json (or evals/eval_queries.json) in its folder:
     a JSON array of {"query": "...", "should_trigger": true|false}, some ten requests that
     should choose it and ten near misses that should not. Each query is ranked as the host
-    ranks it: by search (the first 10, as the search_skills tool gives) and by the catalog
-    ranked by the query at the default budget. Each PATH is a skill folder, a file in one,
-    or a folder of skills; without PATH, every skill of the index with trigger evals.
+    ranks it: by search (the first 10, as the search_skills tool gives), or with --by
+    catalog by the catalog ranked by the query at the default budget. Each PATH is a skill
+    folder, a file in one, or a folder of skills; without PATH, every skill of the index
+    with trigger evals.
 
     The skills are read from PATH as they are now and indexed, beside the skills they
     compete with, into a temporary copy of the index (SQLite only), or of a temporary index
@@ -136,7 +137,8 @@ def _skill(skill: SkillEval, base: Path, k: int) -> None:
         mark = "ok  " if result.passed else "MISS" if result.should_trigger else "FALSE"
         rank = f"#{result.rank}" if result.rank else "-"
         want = "should" if result.should_trigger else "should not"
-        line = f"  {mark:5} {rank:>4} {result.catalog:9} {want:10} {result.query}"
+        shown = f" {result.catalog:9}" if result.catalog else ""
+        line = f"  {mark:5} {rank:>4}{shown} {want:10} {result.query}"
         if not result.passed and result.should_trigger and result.ahead:
             line += f"  <- {', '.join(result.ahead[:k])}"
         echo(line)

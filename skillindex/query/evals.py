@@ -84,7 +84,8 @@ class QueryResult:
     query: str
     should_trigger: bool
     rank: int | None  # 1 the best; None below RANK_DEPTH or not matched at all
-    catalog: str  # WHOLE, SHORTENED, NAME_ONLY or LEFT_OUT in the catalog ranked by the query
+    catalog: str | None  # WHOLE, SHORTENED, NAME_ONLY or LEFT_OUT in the catalog ranked by
+    # the query; None when the run ranks by search alone
     triggered: bool  # chosen by the ranking the run judges by
     ahead: tuple[str, ...]  # the skills ranked above it, best first (at most SEARCH_K)
 
