@@ -87,6 +87,8 @@ from skillindex.store.lock import OnWait
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from skillindex.query.wellknown import Published
+
 __all__ = ["SkillIndex", "context_files", "database_grants", "migrate_database"]
 
 
@@ -333,6 +335,14 @@ class SkillIndex:
         could not be parsed): no name or description is filled in.
         """
         return listing.manifests(self._store, winners)
+
+    def publish_wellknown(self, directory: str | Path) -> tuple[Path, list[Published]]:
+        """Write the catalog's winners under `directory`/.well-known/agent-skills as a static
+        discovery index (v0.2.0), each skill's bytes checked against the index first; the
+        index file written and what became of each skill."""
+        from skillindex.query import wellknown  # noqa: PLC0415 (publish's alone)
+
+        return wellknown.publish(self.manifests(self.winners()), Path(directory))
 
     def iter_stored_skills(self, *, page: int = 500) -> Iterator[StoredSkill]:
         """Every winner's stored frontmatter and files, in catalog order: what a server

@@ -229,7 +229,7 @@ COMMAND_MODULES = {
     "advisories": "advisories", "audit": "disclose", "candidates": "index",
     "catalog": "catalog", "check": "check", "command": "disclose", "context": "index",
     "db": "db", "eval": "evals", "explain": "index", "hosts": "hosts",
-    "list": "index", "lock": "trust",
+    "list": "index", "lock": "trust", "publish": "publish",
     "read": "disclose", "reindex": "index", "rejections": "index", "risks": "trust",
     "roots": "index", "search": "search", "serve": "serve", "trust": "trust",
     "usage": "usage", "report": "usage", "verify": "disclose", "watch": "watch",
