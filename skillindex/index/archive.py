@@ -146,21 +146,6 @@ def _zip_members(data: bytes) -> Iterator[Member]:
             raise UnsafeArchiveError(f"a damaged .zip: {exc}") from None
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    """Copy a verified, unpacked skill folder (regular files and folders only) to `target`."""
-    for folder, dirs, files in os.walk(source):
-        relative = Path(folder).relative_to(source)
-        (target / relative).mkdir(parents=True, exist_ok=True)
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(folder) / name
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            write_file(target / relative / name, path.read_bytes(),
-                       executable=bool(st.st_mode & 0o111), within=target)
-
-
 def write_file(path: Path, data: bytes, *, executable: bool, within: Path) -> None:
     """One file of a skill folder the cache holds, with the execute bits it was published with
     (an approval binds them)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import secrets
 import shutil
@@ -347,30 +348,28 @@ def _fetch_entry(http: httpx.Client, spec: RootSpec, entry: Entry, limits: Limit
 
 
 def _materialize(cache: Path, state: dict[str, Any], report: SyncReport) -> None:
-    """Make `skills/<name>` the held copy of every entry, one whole folder at a time: a folder
-    is renamed in only once complete, so the indexer never sees half of one."""
+    """Make `skills/<name>` lead to the verified copy of every entry held: a link to
+    `objects/<digest>` put in place by one rename, so the indexer sees the old copy or the new
+    one, never half of either."""
     skills = cache / "skills"
     skills.mkdir(parents=True, exist_ok=True)
-    shown: dict[str, str] = state.get("shown") or {}
     entries: dict[str, Any] = state.get("entries") or {}
-    for name in sorted(set(shown) - set(entries)):
-        shutil.rmtree(skills / name, ignore_errors=True)
-        shown.pop(name)
+    shown: dict[str, str] = {}
     for name, record in sorted(entries.items()):
         digest = record.get("held")
-        source = cache / "objects" / str(digest)
-        if not digest or not source.is_dir():
+        if not digest or not (cache / "objects" / str(digest)).is_dir():
             continue
-        if shown.get(name) == digest and (skills / name).is_dir():
+        shown[name] = str(digest)
+        link = skills / name
+        wanted = os.path.join("..", "objects", str(digest))
+        if link.is_symlink() and os.readlink(link) == wanted:
             continue
-        work = cache / "tmp" / f"{name}.{secrets.token_hex(4)}"
-        archive.copy_tree(source, work)
-        old = cache / "tmp" / f"{name}.old.{secrets.token_hex(4)}"
-        if (skills / name).exists():
-            (skills / name).rename(old)
-        work.rename(skills / name)
-        shutil.rmtree(old, ignore_errors=True)
-        shown[name] = digest
+        (cache / "tmp").mkdir(exist_ok=True)
+        fresh = cache / "tmp" / f"{name}.{secrets.token_hex(4)}"
+        os.symlink(wanted, fresh, target_is_directory=True)
+        if link.is_dir() and not link.is_symlink():
+            shutil.rmtree(link)
+        os.replace(fresh, link)
     state["shown"] = shown
     # Anything else in the scanned folder was not put there by a sync: it is not indexed.
     for stray in skills.iterdir():
