@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 EXIT_OK = 0
@@ -122,7 +123,7 @@ class SkillRejectedError(SkillNotFoundError):
     def __init__(self, name: str, codes: Sequence[str]) -> None:
         listed = ", ".join(codes) or "rejected at index time"
         NotFoundError.__init__(self, f"skill {name} was rejected ({listed}); "
-                                     f"`skillindex explain {name}` says why")
+                                     f"`skillindex explain {shlex.quote(name)}` says why")
         self.name = name
         self.codes = tuple(codes)
 

@@ -75,3 +75,15 @@ def _list_from_a_read_only_folder(base: Path) -> tuple[Path, object]:
                 return f"{names} {exc.message}"
         return "no error"
     return data, child
+
+
+@pytest.mark.parametrize("name", ["$(touch PWNED)", "`id`", "a;b", "it's", 'say "x"'])
+def test_a_command_a_message_suggests_quotes_the_name_for_a_shell(name: str) -> None:
+    import shlex
+
+    from skillindex.query.trust import Hold
+
+    rejected = str(errors.SkillRejectedError(name, ["name-invalid"]))
+    held = Hold(name, (), "0" * 64, frozenset()).reason
+    for message, command in ((rejected, "explain"), (held, "trust")):
+        assert f"`skillindex {command} {shlex.quote(name)}`" in message, message

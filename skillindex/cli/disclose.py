@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -155,7 +156,7 @@ def verify(ctx: click.Context, lock_path: str | None, jobs: int | None,
                 if item.reason is not None:
                     echo(f"{item.skill}: not hashed: {item.reason}")
             echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
-                 f"--output {lock_path}` records them as they are now")
+                 f"--output {shlex.quote(str(lock_path))}` records them as they are now")
         else:
             echo(f"ok: the catalog matches {lock_path}")
     if not ok:

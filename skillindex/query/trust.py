@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -58,8 +59,9 @@ class Hold:
             return (f"{what}; an approval exists but no longer matches: the skill's files or "
                     f"findings changed since it was approved (content {self.digest[:12]}); "
                     f"review it, then "
-                    f"`skillindex trust {self.name}`")
-        return f"{what}; review it, then `skillindex trust {self.name}` to serve this content"
+                    f"`skillindex trust {shlex.quote(self.name)}`")
+        return (f"{what}; review it, then `skillindex trust {shlex.quote(self.name)}` to serve "
+                "this content")
 
 
 @dataclass(frozen=True, slots=True)
