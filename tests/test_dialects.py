@@ -507,3 +507,22 @@ def test_applying_hosts_fields_agrees_with_the_rule_winner_by_winner(
     want = _applied_one_by_one(arranged, hosts, files=files, dialects=dialects)
     assert (got.arranged, got.gated, dict(got.conditional)) == \
         (want.arranged, want.gated, dict(want.conditional))
+
+
+def test_explain_says_why_alwaysapply_pins_a_skill(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    skills = world.repo / ".claude" / "skills"
+    write_skill(skills, "rules", extra="alwaysApply: true")
+    _codex_skill(world, "policy:\n  allow_implicit_invocation: false\n")
+    world.run("reindex")
+    pinned = json.loads(world.run("--json", "explain", "rules", config=DIALECTS).output)
+    plain = json.loads(world.run("--json", "explain", "rules").output)
+    manual = json.loads(world.run("--json", "explain", "deploy", config=DIALECTS).output)
+    shown = world.run("explain", "rules", config=DIALECTS).output
+
+    assert pinned["catalog_mode"] == {
+        "mode": "pinned", "reason": "its frontmatter says alwaysApply: true (dialects = true)"}
+    assert "alwaysApply: true" in shown and "pinned" in shown
+    assert plain["catalog_mode"]["mode"] == "listed"
+    assert "pins it only with dialects = true" in plain["catalog_mode"]["reason"]
+    assert manual["catalog_mode"]["mode"] == "manual-only"
