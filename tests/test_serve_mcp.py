@@ -323,10 +323,18 @@ def test_tools_for_hosts_without_the_extension(tree: Tree) -> None:
             failed = await client.call_tool(name, arguments)
             assert failed.is_error
         rows = [(e.event, e.level, e.outcome, e.reason) for e in tree.index.audit()]
+        # Every attempt is one audit row (docs/audit.md), an unknown name's too, as
+        # `skillindex read` writes it; a name of any length keeps a bounded row.
         assert rows == [("skill.read", 2, "ok", "load_skill"),
                         ("resource.read", 3, "ok", "read_skill_file"),
+                        ("skill.read", 2, "not-found", "load_skill"),
                         ("resource.read", 3, "refused", "read_skill_file"),
                         ("resource.read", 3, "ok", "read_skill_file")]
+        assert [e.skill for e in tree.index.audit() if e.outcome == "not-found"] == ["nope"]
+        long = await client.call_tool("load_skill", {"name": "x" * 100_000})
+        assert long.is_error
+        kept = [e.skill or "" for e in tree.index.audit() if e.outcome == "not-found"]
+        assert len(kept) == 2 and kept[1].startswith("xxx") and len(kept[1]) <= 300
     tree.run(test)
 
 

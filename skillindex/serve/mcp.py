@@ -40,7 +40,7 @@ from skillindex.index.dialect import files_in_play, host_fields, in_play
 from skillindex.providers import project_top
 from skillindex.query.catalog import CatalogItem, SearchHint
 from skillindex.query.catalog import build as build_catalog
-from skillindex.query.disclose import SkillRef, parse_uri_options
+from skillindex.query.disclose import SCHEME, SkillRef, parse_uri_options
 from skillindex.query.modes import manual_only
 from skillindex.serve import skills
 from skillindex.serve.auth import principal
@@ -53,6 +53,7 @@ POLL_SECONDS = 1.0
 TTL_MS = 0  # the listing changes at any reindex; the server says so with list_changed
 CACHE_SCOPE = "private"  # what is served depends on this user's roots and working directory
 _LEGACY_SESSIONS = 64
+_NAME_KEPT = 256  # of an unknown name load_skill was asked for, in its audit row
 MAX_SEARCH_LIMIT = 50
 # What the instructions' last line names as finding the skills they leave out.
 SEARCH_TOOL = "the search_skills tool"
@@ -312,6 +313,12 @@ class Skills:
         """The body of a served skill (a level-2 load)."""
         skill = self.publication.served(name)
         if skill is None:
+            # On record as `skillindex read` records it: every attempt is one audit row. The
+            # name is the caller's, so the row keeps at most _NAME_KEPT characters of it.
+            kept = name if len(name) <= _NAME_KEPT else name[:_NAME_KEPT] + "…"
+            self.index._refuse_unserved(SCHEME + urllib.parse.quote(kept, safe=":"),
+                                        outcome="not-found", reason="load_skill",
+                                        session=session, principal=principal)
             raise ToolError(self._rejected(name)
                             or f"no skill named {name!r} is served here; see list_skills")
         try:
