@@ -71,6 +71,10 @@ EXEMPT = {
     ("index/recheck.py", "os.fdopen"): "the write end of a pipe to a worker process",
     ("cli/common.py", "os.open"): "os.devnull, put in place of a closed stdout",
     ("evaluate.py", "shutil.copytree"): "copies skills into the eval's own temporary folder",
+    ("store/sqlitefile.py", "shutil.copyfile"): "a copy of the store's own SQLite file",
+    ("index/remote.py", "os.symlink"): "a link in a URL root's own cache, made in its tmp/",
+    ("index/remote.py", "os.replace"): "that link swapped into the cache's skills/ by rename",
+    ("query/wellknown.py", "open"): "tarfile.open packing an archive in memory (fileobj=)",
 }
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
 _ALWAYS = {"write_text", "write_bytes", "mkstemp", "NamedTemporaryFile", "TemporaryFile",
