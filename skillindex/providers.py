@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from skillindex import inputs
 from skillindex.config import Environment, Settings
 from skillindex.index.policy import unsafe_name
 from skillindex.model import RemoteSource, RootSpec, ScanProblem, Scope, Validation
@@ -173,23 +172,13 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
         problems.append(ScanProblem(registry.parent, registry, "plugins-unreadable", message))
 
     try:
-        data = _read_registry(registry)
+        document = inputs.read_document(registry, "json", max_bytes=MAX_REGISTRY_BYTES,
+                                        what="installed plugins file").data
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        problem(f"cannot read installed plugins: {exc.strerror or exc}")
-        return []
-    if data is None:
-        problem(f"installed_plugins.json is not a regular file of at most "
-                f"{MAX_REGISTRY_BYTES} bytes; not read")
-        return []
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except RecursionError:  # every command plans its roots: this must not stop any of them
-        problem("installed_plugins.json nests too deeply to read")
-        return []
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
-        problem(f"cannot read installed plugins: {exc}")
+    except inputs.InputError as exc:  # every command plans its roots: none may stop here
+        problem("installed_plugins.json nests too deeply to read" if exc.code == "too-deep"
+                else f"cannot read installed plugins: {exc.reason}")
         return []
     plugins = document.get("plugins") if isinstance(document, dict) else None
     if not isinstance(plugins, dict):
@@ -216,16 +205,6 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
                 path = registry.parent / path
             found.append((plugin, Path(os.path.normpath(path))))
     return found
-
-
-def _read_registry(path: Path) -> bytes | None:
-    """The registry's bytes; None when it is not a regular file or is larger than the bound
-    (a FIFO would block every command, a huge file would fill memory)."""
-    if not stat.S_ISREG(path.stat().st_mode):
-        return None
-    with path.open("rb") as handle:
-        data = handle.read(MAX_REGISTRY_BYTES + 1)
-    return None if len(data) > MAX_REGISTRY_BYTES else data
 
 
 def remote_root(env: Environment, url: str) -> Path:

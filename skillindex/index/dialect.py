@@ -8,10 +8,11 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from skillindex import inputs
+from skillindex.inputs import compile_glob
 from skillindex.model import Finding, Severity
 
 # Codex reads a skill's interface and policy from this file beside SKILL.md.
@@ -163,8 +164,6 @@ def _flag(fields: Mapping[str, Any], key: str, default: bool, wrong: Any) -> boo
 
 def _implicit(data: bytes, findings: list[Finding]) -> bool:
     """Codex's `policy.allow_implicit_invocation` (true when absent)."""
-    from skillindex.index.frontmatter import load_yaml  # noqa: PLC0415 (PyYAML, when needed)
-
     def invalid(why: str) -> bool:
         findings.append(Finding("sidecar-invalid", Severity.WARNING,
                                 f"{CODEX_SIDECAR}: {why}; its policy is not applied"))
@@ -173,11 +172,11 @@ def _implicit(data: bytes, findings: list[Finding]) -> bool:
     if len(data) > MAX_SIDECAR_BYTES:
         return invalid(f"larger than {MAX_SIDECAR_BYTES} bytes")
     try:
-        document = load_yaml(data.decode("utf-8"))
+        document = inputs.load_yaml(data.decode("utf-8"), what="sidecar")
     except UnicodeDecodeError:
         return invalid("not UTF-8")
-    except Exception as exc:
-        return invalid(f"not valid YAML ({type(exc).__name__})")
+    except inputs.InputError as exc:
+        return invalid("nests too deeply" if exc.code == "too-deep" else "not valid YAML")
     if document is None:
         return True
     if not isinstance(document, dict):
@@ -245,7 +244,7 @@ def substitute(body: str, args: str | None, words: Sequence[str], *, names: Sequ
 
 # Bounds on what an author's globs may cost: each is matched segment by segment, in time
 # proportional to its segments times the path's.
-MAX_GLOB_CHARS = 512
+MAX_GLOB_CHARS = inputs.MAX_GLOB_CHARS
 MAX_GLOBS = 64
 
 
@@ -271,8 +270,8 @@ def glob_matches(glob: str, path: str) -> bool:
             for j in range(1, len(reach)):
                 reach[j] = reach[j] or reach[j - 1]
             continue
-        reach = [False] + [reach[j - 1] and fnmatchcase(names[j - 1], part)
-                           for j in range(1, len(reach))]
+        matches = compile_glob(part)
+        reach = [False] + [reach[j - 1] and matches(names[j - 1]) for j in range(1, len(reach))]
     return reach[-1]
 
 
