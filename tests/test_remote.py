@@ -327,3 +327,56 @@ def test_roots_explain_and_list_say_where_a_skill_came_from_and_that_it_is_stale
     offline = runner.invoke(cli, [*base, "--json", "reindex", "--offline"],
                             catch_exceptions=False)
     assert offline.exit_code == 0 and '"fetches": []' in offline.output
+
+
+def test_a_url_roots_skills_are_read_over_mcp_as_local_ones_are(
+        site: Publisher, env: Environment, db_url: str) -> None:
+    import anyio
+    from mcp import Client
+
+    from skillindex.serve.mcp import create_server
+    from tests.test_serve_mcp import content_bytes
+
+    site.publish(three(site))
+    index = opened(site, env, db_url)
+    index.reindex()
+    site.requests.clear()
+
+    async def main() -> None:
+        async with Client(create_server(index)) as client:
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert "skill://beta/SKILL.md" in listed
+            result = await client.read_resource("skill://beta/references/guide.md")
+            assert content_bytes(result) == b"# Guide\n"
+
+    anyio.run(main)
+    assert site.requests == []  # serving never fetches
+    index.close()
+
+
+def test_local_commands_import_nothing_of_the_remote_machinery(tmp_path: Path) -> None:
+    """A reindex and a listing of local roots import neither the HTTP client nor the fetcher,
+    so URL roots cost local users nothing at start-up."""
+    root = tmp_path / "skills"
+    (root / "alpha").mkdir(parents=True)
+    (root / "alpha" / "SKILL.md").write_bytes(skill_md("alpha"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n[[roots]]\npath = "{root}"\n')
+    script = textwrap.dedent(f"""
+        import sys
+        from skillindex.cli import main
+        for args in (["reindex"], ["list"], ["roots"], ["read", "skill://alpha"]):
+            try:
+                main(["--config", {str(config)!r}, "--db", {str(tmp_path / "x.sqlite")!r},
+                      *args])
+            except SystemExit as exc:
+                assert not exc.code, (args, exc.code)
+        loaded = sorted(name for name in ("httpx", "skillindex.index.remote",
+                                          "skillindex.index.archive",
+                                          "skillindex.query.wellknown") if name in sys.modules)
+        print("LOADED", loaded)
+    """)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, check=True)
+    assert "LOADED []" in done.stdout
