@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skillindex import inputs
 from skillindex.config import Environment, Settings
-from skillindex.index.policy import unsafe_name
+from skillindex.index.policy import reserved_in, unsafe_name
 from skillindex.model import RemoteSource, RootSpec, ScanProblem, Scope, Validation
 
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
@@ -34,6 +34,8 @@ ORDERED_PROVIDERS = frozenset({NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, *H
 CODEX_MAX_DEPTH = 3
 # The seed walks at most this many ancestors when it looks for context files.
 MAX_ANCESTORS = 20
+# What collision_policy = qualify puts before a name; no plugin may be named so.
+SCOPE_LABELS = frozenset(str(scope) for scope in Scope)
 # installed_plugins.json lists a few dozen plugins; anything this large is not that file.
 MAX_REGISTRY_BYTES = 16 << 20
 
@@ -163,6 +165,27 @@ def plugin_registry(env: Environment) -> Path:
     return env.home / ".claude" / "plugins" / "installed_plugins.json"
 
 
+def plugin_name_problem(plugin: str) -> str | None:
+    """Why `plugin` cannot prefix skill names (`<plugin>:<name>`); None when it can.
+
+    It obeys the rules of a name (no `/`, control or invisible characters, none of the
+    characters skill:// URIs reserve, no leading `.`), and it is not a qualifier: a scope label
+    (`project`, `user`, `admin`, `plugin`, `builtin`), alone or as a dot-separated part (as in
+    `custom.admin`), is what collision_policy = qualify puts before a name, so a plugin named
+    so would take the qualified name of a skill of higher precedence."""
+    if unsafe_name(plugin):
+        return "has a name with '/', control or invisible characters"
+    reserved = reserved_in(plugin)
+    if reserved is not None:
+        where = "starts with" if reserved == "." and plugin.startswith(".") else "holds"
+        return f"has a name that {where} {reserved!r}, which skill:// URIs reserve"
+    labels = sorted(set(plugin.split(".")) & SCOPE_LABELS)
+    if labels:
+        return (f"has a name that is or holds the scope label {labels[0]!r}, which qualified "
+                "names reserve (collision_policy = qualify)")
+    return None
+
+
 def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tuple[str, Path]]:
     """(plugin name, install path) of every entry of Claude Code's installed_plugins.json:
     version 1 maps `name@marketplace` to one entry, version 2 to a list of entries."""
@@ -189,9 +212,9 @@ def _installed_plugins(env: Environment, problems: list[ScanProblem]) -> list[tu
     for key, entries in sorted(plugins.items()):
         # A plugin id is `name@marketplace`; a name may itself hold `@`, the marketplace not.
         plugin = str(key).rpartition("@")[0] or str(key)
-        if unsafe_name(plugin) or ":" in plugin:
-            # The plugin name prefixes every skill name: it obeys the rules of a name.
-            problem(f"plugin {key!r} has a name with '/', ':', control or invisible characters")
+        refused = plugin_name_problem(plugin)
+        if refused is not None:
+            problem(f"plugin {key!r} {refused}; its skills are left out")
             continue
         for entry in entries if isinstance(entries, list) else [entries]:
             install = entry.get("installPath") if isinstance(entry, dict) else None

@@ -380,8 +380,16 @@ def test_a_deeply_nested_plugin_registry_is_a_problem_in_every_command(tmp_path:
     ("plugins", "message"),
     [({"pd\u200bf@market": {"installPath": "/opt/p"}}, "control or invisible characters"),
      ({"a/b@market": {"installPath": "/opt/p"}}, "control or invisible characters"),
-     ({"pdf@market": {"installPath": "/opt/\u0000p"}}, "without a usable installPath")],
-    ids=["invisible-name", "slash-name", "nul-in-path"])
+     ({"pdf@market": {"installPath": "/opt/\u0000p"}}, "without a usable installPath"),
+     ({"pdf%2f@market": {"installPath": "/opt/p"}}, "'%', which skill:// URIs reserve"),
+     ({"a?b@market": {"installPath": "/opt/p"}}, "'?', which skill:// URIs reserve"),
+     ({"a:b@market": {"installPath": "/opt/p"}}, "':', which skill:// URIs reserve"),
+     ({".hidden@market": {"installPath": "/opt/p"}}, "starts with '.'"),
+     ({"admin@market": {"installPath": "/opt/p"}}, "scope label 'admin'"),
+     ({"project@market": {"installPath": "/opt/p"}}, "scope label 'project'"),
+     ({"custom.user@market": {"installPath": "/opt/p"}}, "scope label 'user'")],
+    ids=["invisible-name", "slash-name", "nul-in-path", "percent", "question-mark", "colon",
+         "leading-dot", "admin", "project", "provider-dot-scope"])
 def test_plugins_with_unusable_names_or_paths_are_left_out(tmp_path: Path,
                                                           plugins: dict[str, object],
                                                           message: str) -> None:
@@ -403,3 +411,25 @@ def test_a_plugin_registry_that_is_a_fifo_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(registry)
     plan = plan_roots(Settings(), w.env)  # reading it would block for ever
     assert [p.code for p in plan.problems] == ["plugins-unreadable"]
+
+
+def test_a_plugin_named_like_a_scope_cannot_take_a_qualified_name(tmp_path: Path) -> None:
+    """Under qualify, a plugin named `admin` would declare `admin:pdf` and push the admin's
+    own `pdf` (higher precedence) to `custom.admin:pdf`: it is left out instead."""
+    from skillindex.config import RootConfig
+
+    w = make_world(tmp_path)
+    install = tmp_path / "cache" / "admin"
+    write_plugins(w.home, {"version": 2, "plugins": {
+        "admin@acme": [{"installPath": str(install)}]}})
+    write_skill(install / "skills", "pdf")
+    admin = write_skill(tmp_path / "etc" / "skills", "pdf")
+    user = write_skill(w.home / ".claude" / "skills", "pdf")
+    settings = Settings(collision_policy="qualify", roots=(
+        RootConfig(path=str(tmp_path / "etc" / "skills"), scope=Scope.ADMIN, precedence=90,
+                   provider="custom"),))
+    names = winner_names(w, settings)
+    assert names == {"admin:pdf": admin, "user:pdf": user}
+    plan = plan_roots(settings, w.env)
+    assert [p.code for p in plan.problems] == ["plugins-unreadable"]
+    assert "scope label 'admin'" in plan.problems[0].message
