@@ -228,3 +228,47 @@ def test_the_catalog_says_names_only_when_descriptions_are_gone(
     assert f"by name only, {len(shown['omitted'])} skills omitted" in said
     assert f"; {len(entries)} skill{'s' if len(entries) != 1 else ''} by name only" in said
     assert "shortened" not in said
+
+
+def test_hosts_md_says_what_write_does_to_a_one_line_entry_and_whose_paths_it_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_cli
+
+    isolate_cli(tmp_path, monkeypatch, tmp_path / "skills")
+    text = " ".join((REPO / "docs" / "hosts.md").read_text().split())
+    assert "this `.mcp.json` is per machine" in text
+    assert "comes back one key a line" in text and "kept as it was written, line for line" in text
+    assert "stays `Pending approval` until the folder's trust has been accepted" in text
+    other = '    "other": {"command": "x", "args": ["a"]},\n'
+    (tmp_path / ".mcp.json").write_text(
+        '{\n  "mcpServers": {\n' + other
+        + '    "skillindex": {"command": "old", "args": ["serve"], "env": {"A": "1"}}\n  }\n}\n')
+    assert CliRunner().invoke(cli, ["hosts", "claude", "--write"]).exit_code == 0
+    written = (tmp_path / ".mcp.json").read_text()
+    assert other in written and '        "A": "1"\n' in written
+    entry = json.loads(written)["mcpServers"]["skillindex"]
+    assert entry["env"] == {"A": "1"}
+    assert Path(entry["command"]).is_absolute() and str(tmp_path) in entry["args"]
+
+
+def test_the_readme_names_the_runtime_it_reproduces_before_using_its_words() -> None:
+    text = (REPO / "README.md").read_text()
+    assert "seed" not in text.lower()
+    first_xcsh = text.index("xcsh")
+    assert text.index("the coding-agent runtime") < text.index("`.xcsh` (", first_xcsh) + 200
+    assert text.index("XCSH.md") < text.index("## Use it from an agent host")
+    for page in PAGES:
+        assert "the seed" not in page.read_text(), page.name
+
+
+def test_the_readme_says_how_long_the_tests_take_and_what_they_need() -> None:
+    quick = (REPO / "README.md").read_text().split("\n## Quick start\n", 1)[1].split("\n## ")[0]
+    words = " ".join(quick.split())
+    assert "about 10 minutes" in words
+    assert "PostgreSQL server binaries" in words and "Chromium" in words
+    assert "skipped" in words and "`CI`" in words
