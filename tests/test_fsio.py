@@ -151,6 +151,7 @@ def test_no_module_but_fsio_opens_a_file_for_writing() -> None:
 OLD_LOCK = '{\n  "version": 1,\n  "skills": {}\n}\n'
 OLD_HOST = '{\n  "mcpServers": {\n    "other": {"command": "other"}\n  }\n}\n'
 OLD_TOKENS = '{\n  "version": 1,\n  "tokens": []\n}\n'
+OLD_BASELINE = '{\n  "version": 1,\n  "tool": "skillindex",\n  "findings": []\n}\n'
 EXCLUDED = ("index.sqlite", "settings.toml")
 
 
@@ -178,6 +179,10 @@ COMMANDS = {
     "hosts cursor --write --file": Command(
         lambda p: ("hosts", "cursor", "--write", "--file", str(p)), None, True, False, OLD_HOST),
     "report --html": Command(lambda p: ("report", "--html", str(p)), None, False, True, ""),
+    "check --write-baseline": Command(
+        lambda p: ("check", str(p.parent.parent / ".claude" / "skills" / "pdf"),
+                   "--write-baseline", str(p), "--reason", "reviewed"), None, False, False,
+        OLD_BASELINE),
     "serve token add": Command(lambda p: ("serve", "token", "add", "alice", "--tokens", str(p)),
                                None, False, True, OLD_TOKENS),
 }
@@ -360,3 +365,13 @@ def test_every_write_target_is_refused_or_written_whole(stage: Stage, name: str,
     if os.environ.get("SKILLINDEX_WRITE_CLASSES"):
         with open(os.environ["SKILLINDEX_WRITE_CLASSES"], "w", encoding="utf-8") as out:
             out.writelines(f"{count}\t{key}\n" for key, count in sorted(CLASSES.items()))
+
+
+@pytest.mark.parametrize("target", ["absent", "file", "link-file-outside", "dangling-outside"])
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_writes_whole_or_refuses_a_planted_link(stage: Stage, name: str,
+                                                             target: str) -> None:
+    outcome = check(stage, name, "dir", target, 0o640)
+    links_followed = COMMANDS[name].follows_named_links and target == "link-file-outside"
+    assert outcome == ("written" if target in ("absent", "file") or links_followed
+                       else "refused")
