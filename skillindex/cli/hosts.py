@@ -18,7 +18,9 @@ from skillindex.serve import hosts as formats
 @click.option("--write", is_flag=True,
               help="Add the entry to the host's file, keeping its other servers and settings.")
 @click.option("--file", "file", metavar="PATH", type=params.path(dir_okay=False),
-              help="Another file in the host's format (e.g. ~/.gemini/settings.json).")
+              help="Another file in the host's format (e.g. ~/.gemini/settings.json); a "
+              "symbolic link named here is followed to its file, one at the host's own path "
+              "is refused.")
 @json_option
 @click.pass_context
 def hosts(ctx: click.Context, host: str | None, write: bool, file: str | None,

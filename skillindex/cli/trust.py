@@ -111,7 +111,8 @@ def trust(ctx: click.Context, name: str, note: str | None, as_json: bool) -> Non
 @cli.command()
 @click.option("--output", "-o", metavar="PATH", type=params.path(dir_okay=False),
               help=f"Write the lock file here (default: {lockfile.FILE_NAME} in the working "
-              "directory; `-` prints it).")
+              "directory, refused if it is a symbolic link; a link named here is followed to "
+              "its file; `-` prints it).")
 @json_option
 @click.pass_context
 def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:

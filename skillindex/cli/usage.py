@@ -166,7 +166,8 @@ def sparkline(values: Sequence[int], width: int = CHART_WIDTH) -> str:
 @cli.command()
 @click.option("--html", "html_path", required=True, metavar="FILE",
               type=params.FilePath(dir_okay=False, writable=True),
-              help="Write the report to this HTML file.")
+              help="Write the report to this HTML file (mode 0600, never through a symbolic "
+              "link).")
 @since_option
 @click.option("--verify", "run_verify", is_flag=True,
               help="Hash every indexed file now and show that verify (else the last one "
