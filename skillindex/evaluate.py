@@ -70,6 +70,8 @@ def run(settings: Settings, env: Environment, against: Against, paths: Sequence[
         raise ConfigError(f"ranking must be one of {', '.join(evals.RANKINGS)}, not {ranking}")
     targets = _targets(paths, queries_file) if paths else None
     started = time.perf_counter()
+    if targets == []:
+        return EvalReport((), against.described(), 0, ranking, k, DEFAULT_MAX_CHARS, 0.0, 0)
     with tempfile.TemporaryDirectory(prefix="skillindex-eval-") as work:
         folder = Path(work)
         copies = [] if targets is None else _copy_skills(targets, folder)
@@ -102,17 +104,22 @@ def run(settings: Settings, env: Environment, against: Against, paths: Sequence[
 # -- The skills under test -----------------------------------------------------------------------
 
 def _targets(paths: Sequence[Path], queries_file: Path | None) -> list[_Target]:
-    entries: list[Path] = []
-    for path in paths:
-        for entry in _skills_at(Path(os.path.abspath(path))):
-            if entry not in entries:
-                entries.append(entry)
+    """The skills the paths name, with their evals. A file names the skill holding it, and is
+    passed over when there is none or it has no evals (a hook hands over every changed file);
+    a folder without a skill, or a skill folder without evals, is an error."""
+    entries: dict[Path, bool] = {}  # each SKILL.md, and whether a folder named it
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        for entry in _skills_at(path):
+            entries[entry] = entries.get(entry, False) or path.is_dir()
     if queries_file is not None and len(entries) != 1:
         raise ConfigError(f"--queries is for one skill; the paths name {len(entries)}")
     targets = []
-    for entry in sorted(entries):
+    for entry, named in sorted(entries.items()):
         found = queries_file or evals.eval_file(entry.parent)
         if found is None:
+            if not named:
+                continue
             raise ConfigError(f"{entry.parent} has no trigger evals: write "
                               f"{' or '.join(evals.EVAL_FILES)} there, or give --queries FILE")
         targets.append(_Target(entry, found, evals.read_queries(found)))
@@ -121,7 +128,7 @@ def _targets(paths: Sequence[Path], queries_file: Path | None) -> list[_Target]:
 
 def _skills_at(path: Path) -> list[Path]:
     """The SKILL.md files a path names: its skill (a skill folder, or a file in one), else the
-    skill folders right under it."""
+    skill folders right under it; none for a file in no skill."""
     if not path.exists():
         raise ConfigError(f"no such file or folder: {path}")
     holder = path if path.is_dir() else path.parent
@@ -130,12 +137,13 @@ def _skills_at(path: Path) -> list[Path]:
             return [folder / ENTRY]
         if (folder / ".git").exists():
             break
-    if path.is_dir():
-        found = sorted(child / ENTRY for child in path.iterdir()
-                       if child.is_dir() and (child / ENTRY).is_file())
-        if found:
-            return found
-    raise ConfigError(f"no skill at {path}: a skill folder holds {ENTRY}")
+    if not path.is_dir():
+        return []
+    found = sorted(child / ENTRY for child in path.iterdir()
+                   if child.is_dir() and (child / ENTRY).is_file())
+    if not found:
+        raise ConfigError(f"no skill at {path}: a skill folder holds {ENTRY}")
+    return found
 
 
 def _copy_skills(targets: Sequence[_Target], work: Path) -> list[Path]:

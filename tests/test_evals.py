@@ -232,3 +232,17 @@ def test_without_paths_every_skill_of_the_index_with_evals(world: Path, tmp_path
 
     assert [s["name"] for s in report["skills"]] == ["csv-tools"]
     assert skill_of(report, "csv-tools")["recall"] == 1.0
+
+
+def test_files_a_hook_hands_over_name_their_skills(world: Path, tmp_path: Path) -> None:
+    write_skill(world, "bare", description="No evals.")
+    (tmp_path / "README.md").write_text("not a skill")
+    files = ["work/invoice/SKILL.md", "work/invoice/eval_queries.json", "work/bare/SKILL.md",
+             "README.md"]
+
+    report = report_of(*files)
+
+    assert [s["name"] for s in report["skills"]] == ["invoice"]
+    nothing = run_cli("eval", "README.md", "work/bare/SKILL.md", "--min-recall", "1")
+    assert nothing.exit_code == 0
+    assert nothing.output == "no skill with trigger evals among the paths\n"

@@ -46,7 +46,8 @@ def eval_(ctx: click.Context, paths: tuple[str, ...], queries_file: str | None,
     ranks it: by search (the first 10, as the search_skills tool gives), or with --by
     catalog by the catalog ranked by the query at the default budget. Each PATH is a skill
     folder, a file in one, or a folder of skills; without PATH, every skill of the index
-    with trigger evals.
+    with trigger evals. A file in no skill, or in a skill without evals, is passed over (a
+    pre-commit hook hands over every changed file).
 
     The skills are read from PATH as they are now and indexed, beside the skills they
     compete with, into a temporary copy of the index (SQLite only), or of a temporary index
@@ -110,6 +111,9 @@ def eval_(ctx: click.Context, paths: tuple[str, ...], queries_file: str | None,
 
 
 def _text(report: EvalReport, base: Path, failing: list[str]) -> None:
+    if not report.skills:
+        echo("no skill with trigger evals among the paths", err=True)
+        return
     for skill in report.skills:
         _skill(skill, base, report.k)
         echo("")
