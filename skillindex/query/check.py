@@ -36,6 +36,7 @@ from skillindex.model import (
     Status,
     Validation,
 )
+from skillindex.query import overlimit
 from skillindex.query.overlap import overlaps
 
 # A folder of skills is walked this deep: `skills/<group>/<skill>` in a repository, as the
@@ -259,7 +260,7 @@ def _check_entries(spec: RootSpec, rules_key: str, only: frozenset[str] | None,
     walked = scan_root(spec, result, {}, rules_key, lambda _candidate: {}, only, limits=limits)
     try:
         for scan in walked:
-            yield _guarded(scan, spec)
+            yield _guarded(scan, spec, limits)
     except Exception as exc:  # the walk's barrier: the other folders go on
         failure = internal_error(exc, "walking the root")
         result.problems.append(ScanProblem(spec.path, spec.path, failure.code, failure.message))
@@ -268,10 +269,10 @@ def _check_entries(spec: RootSpec, rules_key: str, only: frozenset[str] | None,
         yield FileFinding(problem.code, gravity, problem.message, problem.path)
 
 
-def _guarded(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
+def _guarded(scan: SkillScan, spec: RootSpec, limits: Limits) -> CheckedSkill:
     """One skill judged inside its barrier: whatever fails is a finding of that skill."""
     try:
-        return _judged(scan, spec)
+        return _judged(scan, spec, limits)
     except Exception as exc:  # one skill's failure never ends the check
         directory = Path(scan.directory)
         failure = internal_error(exc, "judging the skill")
@@ -279,7 +280,7 @@ def _guarded(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
         return CheckedSkill(None, directory, Status.REJECTED, (finding,), real_dir=scan.real_dir)
 
 
-def _judged(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
+def _judged(scan: SkillScan, spec: RootSpec, limits: Limits) -> CheckedSkill:
     verdict, _parsed = verdict_of(scan, spec)
     directory = Path(scan.directory)
     entry = directory / ENTRY
@@ -290,8 +291,14 @@ def _judged(scan: SkillScan, spec: RootSpec) -> CheckedSkill:
     findings += [FileFinding(f.code, gravity_of(f), f.message,
                              entry if f.path is None else directory / f.path, None, name)
                  for f in scan.walk_findings]
+    risks = risks_of(scan)
+    if overlimit.over_limits(scan):  # nothing was read: judge what fits within the limits
+        partial = overlimit.judge_within_limits(scan, limits)
+        risks = list(partial.risks)
+        findings.append(FileFinding(overlimit.TOO_LARGE, Gravity.WARNING, partial.message,
+                                    entry, None, name))
     findings += [FileFinding(r.code, Gravity.RISK, r.message, directory / r.path,
-                             r.line or None, name) for r in risks_of(scan)]
+                             r.line or None, name) for r in risks]
     findings.sort(key=lambda f: (f.file != entry, str(f.file), f.line or 0))
     return CheckedSkill(name, directory, verdict.status, tuple(findings),
                         tuple(r.rel_path for r in scan.resources), scan.real_dir,
