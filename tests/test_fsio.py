@@ -74,12 +74,16 @@ EXEMPT = {
     ("store/sqlitefile.py", "shutil.copyfile"): "a copy of the store's own SQLite file",
     ("index/remote.py", "os.symlink"): "a link in a URL root's own cache, made in its tmp/",
     ("index/remote.py", "os.replace"): "that link swapped into the cache's skills/ by rename",
+    ("index/remote.py", "work.rename"): "a verified folder moved into the cache's objects/",
     ("query/wellknown.py", "open"): "tarfile.open packing an archive in memory (fileobj=)",
 }
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
-_ALWAYS = {"write_text", "write_bytes", "mkstemp", "NamedTemporaryFile", "TemporaryFile",
-           "copy", "copy2", "copyfile", "copytree", "move", "rename", "replace", "link",
-           "symlink", "mkfifo", "truncate"}
+# Path's methods that make or change a file, whatever object they are called on (`replace`
+# is left out: str has one too).
+_METHODS = {"write_text", "write_bytes", "mkstemp", "touch", "symlink_to", "hardlink_to",
+            "rename"}
+_ALWAYS = {"NamedTemporaryFile", "TemporaryFile", "copy", "copy2", "copyfile", "copytree",
+           "move", "replace", "link", "symlink", "mkfifo", "truncate", *_METHODS}
 
 
 def _name(node: ast.expr) -> str:
@@ -117,7 +121,7 @@ def writers(tree: ast.AST) -> list[tuple[str, int]]:
             if mode is not None and ((mode == "?" and function) or set(mode) & set("wax+")):
                 found.append((name if last == "fdopen" else "open", node.lineno))
         elif last in _ALWAYS and (name.startswith(("os.", "shutil.", "tempfile."))
-                                  or last in ("write_text", "write_bytes", "mkstemp")):
+                                  or last in _METHODS):
             found.append((name, node.lineno))
     return found
 
@@ -126,12 +130,12 @@ def test_the_walk_finds_each_kind_of_writer() -> None:
     source = """
 open(p, "w"); open(p, mode="ab"); p.open("x"); p.open("r+"); os.fdopen(fd, "wb")
 p.write_text("t"); p.write_bytes(b""); os.open(p, os.O_WRONLY | os.O_CREAT)
-os.replace(a, b); os.rename(a, b); shutil.copy(a, b); tempfile.mkstemp()
+os.replace(a, b); os.rename(a, b); shutil.copy(a, b); tempfile.mkstemp(); p.touch()
 open(p); open(p, "rb"); os.open(p, os.O_RDONLY); "a".replace("a", "b")
 """
     assert [name for name, _ in writers(ast.parse(source))] == [
         "open", "open", "open", "open", "os.fdopen", "p.write_text", "p.write_bytes", "os.open",
-        "os.replace", "os.rename", "shutil.copy", "tempfile.mkstemp"]
+        "os.replace", "os.rename", "shutil.copy", "tempfile.mkstemp", "p.touch"]
 
 
 def test_no_module_but_fsio_opens_a_file_for_writing() -> None:
