@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+import json
+import math
 import os
+import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -14,6 +18,8 @@ from hypothesis import strategies as st
 
 from skillindex import inputs
 from skillindex.cli import cli
+from skillindex.config import Environment, load_settings
+from skillindex.errors import ConfigError
 from skillindex.inputs import InputError, compile_glob
 from tests.conftest import isolate_cli, write_skill
 from tests.fuzzing import examples
@@ -158,3 +164,59 @@ def test_every_glob_within_the_bound_compiles(pattern: str) -> None:
 def test_a_glob_beyond_the_bound_is_refused() -> None:
     with pytest.raises(InputError, match="longer than 512"):
         compile_glob("[" * (inputs.MAX_GLOB_CHARS + 1))
+
+
+# -- Any settings file: Settings or one ConfigError, never another exception ----------------
+
+TOML_TEXT = st.text(alphabet='[]{}=".,\'#\n abc_-0123456789eEinfa+', max_size=80)
+KEYS = st.sampled_from(["skills", "roots", "serve", "index", "catalog", "ignored_skills",
+                        "include_skills", "manual_only", "path", "max_file_bytes", "a"])
+VALUES = st.recursive(
+    st.one_of(st.booleans(), st.integers(-(2**70), 2**70), st.floats(),
+              st.text(max_size=6), st.just("[" * 600)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(KEYS, inner, max_size=3)), max_leaves=10)
+
+
+def toml_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+    if isinstance(value, int | str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_of(item) for item in value) + "]"
+    return "{" + ", ".join(f"{key} = {toml_of(item)}" for key, item in value.items()) + "}"
+
+
+def settings_verdict(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "settings.toml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            loaded = load_settings(path, Environment.from_os(cwd=folder, environ={
+                "HOME": folder}))
+        except ConfigError as exc:
+            assert "\n" not in exc.message.strip() or "TOML" in exc.message
+            return
+        for pattern in (*loaded.ignored_skills, *loaded.include_skills,
+                        *loaded.catalog.manual_only):
+            compile_glob(pattern)("a-skill")
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(TOML_TEXT)
+def test_any_text_as_settings_is_settings_or_a_settings_error(text: str) -> None:
+    settings_verdict(text)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.dictionaries(KEYS, VALUES, max_size=4), st.integers(0, 200))
+def test_any_document_as_settings_is_settings_or_a_settings_error(
+        document: dict[str, Any], levels: int) -> None:
+    lines = [f"{key} = {toml_of(value)}" for key, value in document.items()]
+    lines.append("[skills]\nignored_skills = " + "[" * levels + '"x"' + "]" * levels)
+    settings_verdict("\n".join(lines) + "\n")
