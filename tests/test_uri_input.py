@@ -25,8 +25,8 @@ from tests.test_uri import REFUSED, Root, Tree, every_surface
 DEEP = "skill://pdf/" + "/".join(["a"] * 1000)
 
 
-def pdf_tree(base: Path) -> Tree:
-    tree = Tree(base, str(base / "index.sqlite"), [Root("r", 10)])
+def pdf_tree(base: Path, db: str | None = None) -> Tree:
+    tree = Tree(base, db or str(base / "index.sqlite"), [Root("r", 10)])
     tree.skill("r", "pdf", "pdf")
     tree.file("r/pdf/forms.md", b"forms\n")
     tree.file("r/pdf/back\\slash.md", b"a backslash\n")
@@ -36,9 +36,10 @@ def pdf_tree(base: Path) -> Tree:
 
 
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_url: str) -> Tree:
+    """The tree, indexed on each backend (the store holds the manifests every surface reads)."""
     isolate_home(tmp_path, monkeypatch)
-    return pdf_tree(tmp_path)
+    return pdf_tree(tmp_path, db_url)
 
 
 def test_a_uri_of_a_thousand_segments_is_not_found_by_the_library(tree: Tree) -> None:
