@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,8 +102,9 @@ class Front:
     def __init__(self, app: ASGIApp, *, limits: ServeLimits, path: str,
                  ready: Callable[[], Awaitable[str | None]] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 notices: Notices | None = None) -> None:
+                 notices: Notices | None = None, telemetry: Telemetry | None = None) -> None:
         self.app = app
+        self.telemetry = telemetry
         self.limits = limits
         self.path = path
         self.ready = ready
@@ -114,27 +116,39 @@ class Front:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path")
-        if path in (HEALTH, READY) and scope.get("method") in ("GET", "HEAD"):
+        path, method = str(scope.get("path")), str(scope.get("method"))
+        if path in (HEALTH, READY) and method in ("GET", "HEAD"):
             await self._health(path, send)
             return
-        peer = _peer(scope)
+        peer, started, seen = _peer(scope), self.clock(), _Seen(send)
+        if self.telemetry is None:
+            logged = await self._gated(scope, receive, seen, peer)
+        else:
+            with self.telemetry.request(scope, method, path, peer) as span:
+                logged = await self._gated(scope, receive, seen, peer)
+                self.telemetry.answered(span, method=method, status=seen.status,
+                                        principal=principal(scope.get("user")),
+                                        seconds=self.clock() - started)
+        if logged:
+            _log_request(scope, seen, self.clock() - started)
+
+    async def _gated(self, scope: Scope, receive: Receive, seen: _Seen, peer: str) -> bool:
+        """Answer through the gates; False for a refusal too frequent to log one by one."""
         wait, _ = self.peers.admit(self.peers.of(peer))
         if wait > 0:
             # A flood of these is the attack itself: the log notes it once a minute.
             self.notices.note(f"limited {peer}", f"rate limited {peer}: over "
                               f"{self.limits.peer_requests_per_second:g} requests a second")
-            await refuse(send, 429, RATE_LIMITED,
+            await refuse(seen, 429, RATE_LIMITED,
                          f"rate limited: {peer} has used its requests a second; retry in "
                          f"{max(1, math.ceil(wait))} s", limit="peer_requests_per_second",
                          retry=wait)
-            return
-        started, seen = self.clock(), _Seen(send)
-        if path == self.path and scope.get("method") == "POST":
+            return False
+        if scope.get("path") == self.path and scope.get("method") == "POST":
             receive = await self._bounded(scope, receive, seen)
         if not seen.status:
             await self.app(scope, receive, seen)
-        _log_request(scope, seen, self.clock() - started)
+        return True
 
     async def _health(self, path: str, send: Send) -> None:
         problem = None
@@ -215,6 +229,16 @@ def _depth(value: object) -> int:
             deepest = max(deepest, level)
             stack.extend((each, level + 1) for each in item)
     return deepest
+
+
+class Telemetry(Protocol):
+    """What the gates tell an observer (serve/telemetry.py, with the `otel` extra)."""
+
+    def request(self, scope: Scope, method: str, path: str,
+                peer: str) -> AbstractContextManager[Any]: ...
+
+    def answered(self, span: Any, *, method: str, status: int, principal: str | None,
+                 seconds: float) -> None: ...
 
 
 class RefusalAudit(Protocol):

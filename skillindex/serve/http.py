@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,8 +27,12 @@ from starlette.routing import Route
 from skillindex.errors import SkillIndexError
 from skillindex.serve import auth, connections, gates
 from skillindex.serve.listen import MCP_PATH, Listen, origin
-from skillindex.serve.mcp import PAGE_SIZE, POLL_SECONDS, SkillServer, create_server
+from skillindex.serve.mcp import PAGE_SIZE, POLL_SECONDS, Skills, SkillServer, create_server
 from skillindex.serve.tokens import TokenFile
+
+# The standard variables that name where OTLP goes: with none, nothing of OpenTelemetry loads.
+_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
 
 if TYPE_CHECKING:
     from skillindex.api import SkillIndex
@@ -55,7 +60,8 @@ def authentication(listen: Listen) -> tuple[AuthSettings, TokenVerifier] | None:
 
 
 def app(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = time.monotonic,
-        refusals: gates.Refusals | None = None) -> Starlette:
+        refusals: gates.Refusals | None = None,
+        telemetry: gates.Telemetry | None = None) -> Starlette:
     """The ASGI application: the SDK's streamable HTTP app (its bearer authentication,
     protected-resource metadata and Host/Origin checks) between the gates of `gates`."""
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
@@ -79,7 +85,8 @@ def app(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = tim
     # The order of docs/serving.md: the front gates before the SDK's authentication, the
     # principals' after it and before its routes.
     application.user_middleware.insert(0, Middleware(
-        gates.Front, limits=listen.limits, path=MCP_PATH, ready=ready, clock=clock))
+        gates.Front, limits=listen.limits, path=MCP_PATH, ready=ready, clock=clock,
+        telemetry=telemetry))
     application.user_middleware.append(Middleware(
         gates.Principals, limits=listen.limits, path=MCP_PATH, refusals=refusals, clock=clock))
     return application
@@ -113,7 +120,8 @@ def bind(listen: Listen) -> socket.socket:
 
 
 def config(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = time.monotonic,
-           refusals: gates.Refusals | None = None) -> uvicorn.Config:
+           refusals: gates.Refusals | None = None,
+           telemetry: gates.Telemetry | None = None) -> uvicorn.Config:
     options: dict[str, Any] = {}
     if listen.cert is not None and listen.key is not None:
         options = {"ssl_certfile": str(listen.cert), "ssl_keyfile": str(listen.key)}
@@ -124,7 +132,8 @@ def config(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = 
         max_connections_per_peer=limits.max_connections_per_peer)))
     # A proxy on this machine may say who the client is (X-Forwarded-For): uvicorn's default.
     # The request log is the gates' (one line a request), not uvicorn's access log.
-    return uvicorn.Config(app(server, listen, clock=clock, refusals=refusals),
+    return uvicorn.Config(app(server, listen, clock=clock, refusals=refusals,
+                              telemetry=telemetry),
                           log_level="info", access_log=False, http=bounded,
                           timeout_graceful_shutdown=10, **options)
 
@@ -171,9 +180,10 @@ def serve(index: SkillIndex, listen: Listen, *, page_size: int = PAGE_SIZE,
     refusals = gates.Refusals(server.state, per_minute=listen.limits.refusals_per_minute)
     notices = connections.Notices()
     sock = connections.Listener.of(bind(listen), notices)
-    settings = config(server, listen, refusals=refusals)
-    settings.log_config = None  # ours, set below: uvicorn would replace it
     logging_to(sys.stdout, log_format)
+    observed = observe(server.state, os.environ)
+    settings = config(server, listen, refusals=refusals, telemetry=observed)
+    settings.log_config = None  # ours, set above: uvicorn would replace it
 
     async def main() -> None:
         connections.quiet_accept_errors(asyncio.get_running_loop())
@@ -188,7 +198,30 @@ def serve(index: SkillIndex, listen: Listen, *, page_size: int = PAGE_SIZE,
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, _stopped)
     anyio.run(main)
+    if observed is not None:
+        from skillindex.serve import telemetry  # noqa: PLC0415
+
+        telemetry.shutdown()
     logging.getLogger("skillindex.serve").info("stopped")
+
+
+def observe(state: Skills, environ: Mapping[str, str]) -> gates.Telemetry | None:
+    """OpenTelemetry, when the environment names an OTLP endpoint and the `otel` extra is
+    there (nothing of it is imported otherwise); one line says why not when it is missing."""
+    if not any(environ.get(name) for name in _OTLP_ENDPOINTS):
+        return None
+    try:
+        from skillindex.serve import telemetry  # noqa: PLC0415
+    except ImportError:
+        logging.getLogger("skillindex.serve").warning(
+            "an OTLP endpoint is set, but OpenTelemetry export needs the otel extra: "
+            "pip install 'skillindex[otel]'")
+        return None
+    if not telemetry.wanted(environ):
+        return None
+    observed = telemetry.configure()
+    state.on_read = observed.disclosure
+    return observed
 
 
 def _stopped(number: int, frame: object) -> None:

@@ -98,6 +98,10 @@ class Skills:
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[Any] = []
         self.on_change: list[Callable[[], None]] = []
+        # Told of each read asked (skill, level, bytes, outcome, principal): telemetry's hook.
+        # (the request's ASGI scope, skill, level, bytes, outcome, principal)
+        self.on_read: Callable[[Mapping[str, Any] | None, str, int, int, str, str | None],
+                               None] | None = None
         self.publication = self._publish()
         self.instructions = self._instructions(self.publication)
 
@@ -293,23 +297,28 @@ class Skills:
     # Reads: every attempt goes through the verified, audited disclosure of the index. They
     # block (file and database), so the async handlers run them in a worker thread.
 
-    def read(self, uri: str, *, session: str, reason: str,
-             principal: str | None = None) -> tuple[str | bytes, str]:
+    def read(self, uri: str, *, session: str, reason: str, principal: str | None = None,
+             scope: Mapping[str, Any] | None = None) -> tuple[str | bytes, str]:
         """The bytes of a served file, verified against the index; an MCPError otherwise."""
         served = self.publication.complete().files.get(uri)
         if served is None:
-            self._refuse_unserved(uri, session=session, reason=reason, principal=principal)
+            self._refuse_unserved(uri, session=session, reason=reason, principal=principal,
+                                  scope=scope)
         try:
             disclosure = self.index.read_stored(uri, SkillRef(served.skill, served.rel_path),
                                                 served.resolution, reason=reason,
                                                 session=session, principal=principal)
         except SkillIndexError as exc:
+            self._observe(scope, served.skill, 3, 0, exc.outcome, principal)
             raise _protocol_error(exc, uri) from None
+        self._observe(scope, disclosure.skill, int(disclosure.level), len(disclosure.data), "ok",
+                      principal)
         text = disclosure.text
         content: str | bytes = disclosure.data if text is None or "\x00" in text else text
         return content, served.mime_type
 
-    def load(self, name: str, *, session: str, principal: str | None = None) -> str:
+    def load(self, name: str, *, session: str, principal: str | None = None,
+             scope: Mapping[str, Any] | None = None) -> str:
         """The body of a served skill (a level-2 load)."""
         skill = self.publication.served(name)
         if skill is None:
@@ -319,6 +328,7 @@ class Skills:
             self.index._refuse_unserved(SCHEME + urllib.parse.quote(kept, safe=":"),
                                         outcome="not-found", reason="load_skill",
                                         session=session, principal=principal)
+            self._observe(scope, kept, 2, 0, "not-found", principal)
             raise ToolError(self._rejected(name)
                             or f"no skill named {name!r} is served here; see list_skills")
         try:
@@ -326,8 +336,15 @@ class Skills:
                                                 skill.resolution, reason="load_skill",
                                                 session=session, principal=principal)
         except SkillIndexError as exc:
+            self._observe(scope, name, 2, 0, exc.outcome, principal)
             raise ToolError(str(exc)) from None
+        self._observe(scope, name, 2, len(disclosure.data), "ok", principal)
         return disclosure.text or ""
+
+    def _observe(self, scope: Mapping[str, Any] | None, skill: str, level: int, size: int,
+                 outcome: str, principal: str | None) -> None:
+        if self.on_read is not None:
+            self.on_read(scope, skill, level, size, outcome, principal)
 
     def search(self, query: str, limit: int,
                played: Sequence[str] | None = None) -> list[SkillMatch]:
@@ -356,8 +373,8 @@ class Skills:
                 return found[:limit]
             wanted *= 4
 
-    def _refuse_unserved(self, uri: str, *, session: str, reason: str,
-                         principal: str | None) -> NoReturn:
+    def _refuse_unserved(self, uri: str, *, session: str, reason: str, principal: str | None,
+                         scope: Mapping[str, Any] | None = None) -> NoReturn:
         outcome, message = "not-found", f"{uri} is not served"
         try:
             options = parse_uri_options(uri)
@@ -369,6 +386,7 @@ class Skills:
                 message = f"{uri} is not served: {rejected}"
         self.index._refuse_unserved(uri, outcome=outcome, reason=reason, session=session,
                                     principal=principal)
+        self._observe(scope, uri, 3, 0, outcome, principal)
         raise MCPError(INVALID_PARAMS, message, {"uri": uri})
 
     def _rejected(self, name: str) -> str | None:
@@ -490,7 +508,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
         ctx = _request_context(context)
         content, kind = await anyio.to_thread.run_sync(partial(
             self.state.read, str(uri), session=self.state.session_label(ctx),
-            principal=principal_of(ctx), reason="resources/read"))
+            principal=principal_of(ctx), reason="resources/read", scope=request_scope(ctx)))
         return [ReadResourceContents(content=content, mime_type=kind)]
 
     def _add_tools(self) -> None:
@@ -521,7 +539,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
             """The instructions of a skill (its SKILL.md without the frontmatter), by name."""
             request = _request_context(ctx)
             return state.load(name, session=state.session_label(request),
-                              principal=principal_of(request))
+                              principal=principal_of(request), scope=request_scope(request))
 
         def read_skill_file(uri: str, ctx: Context) -> str:
             """One file of a skill, by its skill:// URI (listed by list_skills and skills/get)."""
@@ -529,7 +547,8 @@ class SkillServer(MCPServer[dict[str, Any]]):
             try:
                 content, _ = state.read(uri, session=state.session_label(request),
                                         principal=principal_of(request),
-                                        reason="read_skill_file")
+                                        reason="read_skill_file",
+                                        scope=request_scope(request))
             except MCPError as exc:
                 raise ToolError(exc.error.message) from None
             if isinstance(content, bytes):
@@ -565,8 +584,15 @@ class SkillServer(MCPServer[dict[str, Any]]):
 def principal_of(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
     """Who the SDK's bearer authentication found the request's token to stand for (its
     principal, for the audit); None on stdio or a server without authentication."""
+    scope = request_scope(ctx)
+    return principal(scope.get("user")) if scope is not None else None
+
+
+def request_scope(ctx: ServerRequestContext[Any, Any] | None) -> dict[str, Any] | None:
+    """The ASGI scope of the HTTP request a handler answers (None on stdio): the request's
+    own task is not the handler's, so what the gates know travels in it."""
     scope = getattr(ctx.request, "scope", None) if ctx is not None else None
-    return principal(scope.get("user")) if isinstance(scope, dict) else None
+    return scope if isinstance(scope, dict) else None
 
 
 def _request_context(context: Any) -> ServerRequestContext[Any, Any] | None:
