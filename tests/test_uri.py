@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError, types
 
-from skillindex import AmbiguousUriError, SkillIndex, SkillIndexError, SkillRejectedError
+from skillindex import SkillIndex, SkillIndexError, SkillRejectedError
 from skillindex.cli import cli
 from skillindex.query import oneshot
 from skillindex.serve.mcp import create_server
@@ -220,21 +220,28 @@ def test_a_qualification_is_never_another_skills_file(home: Path) -> None:
 
 
 @pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
-def test_a_plugin_beside_a_skill_of_its_name_makes_no_uri_served(home: Path, db_url: str) -> None:
-    # A plugin `kit` publishes `kit:pdf` (skill://kit/pdf/...); a user skill `kit` holds the
-    # file pdf/SKILL.md: the URI names two files, so no surface serves it.
+def test_a_plugin_beside_a_skill_of_its_name_takes_none_of_its_uris(home: Path,
+                                                                    db_url: str) -> None:
+    # A plugin `kit` publishes `kit:pdf` (skill://kit/pdf/...); a user skill `kit` of higher
+    # precedence holds the file pdf/SKILL.md: the URI is the user skill's file on every
+    # surface, and MCP withholds the plugin's skill alone (it used to withhold both).
     tree = plugin_tree(home, db_url)
+    kit_file = b"# a file of kit\n"
     with tree.open() as index:
         index.reindex()
         assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
-        with pytest.raises(AmbiguousUriError):
-            index.read("skill://kit/pdf/SKILL.md")
-        with pytest.raises(AmbiguousUriError):
+        assert index.read("skill://kit/pdf/SKILL.md").data == kit_file
+        with pytest.raises(SkillIndexError):
             index.read("skill://kit/pdf")
         served = mcp_view(index, ["skill://kit/pdf/SKILL.md"])
         assert index.read("skill://kit/SKILL.md").data.startswith(b"---\nname: \"kit\"")
-    assert served.reads["skill://kit/pdf/SKILL.md"] == REFUSED
-    assert not any(uri.startswith(("skill://kit/", "skill://kit:")) for uri in served.digests)
+    assert served.reads["skill://kit/pdf/SKILL.md"] == kit_file
+    assert served.reads["skill://kit/SKILL.md"] != REFUSED
+    assert "skill://kit/SKILL.md" in served.entries
+    assert not any(uri.startswith("skill://kit:") for uri in served.digests)
+    fast = oneshot.read(str(tree.config), db=tree.db, cwd=tree.base, index=None,
+                        uri="skill://kit/pdf/SKILL.md")
+    assert fast is None or fast.data == kit_file
 
 
 def test_keep_all_serves_no_uri_that_names_two_skills(home: Path) -> None:
@@ -277,32 +284,31 @@ def plugin_tree(home: Path, db_url: str) -> Tree:
     return tree
 
 
-def test_the_reindex_records_a_plugin_beside_a_skill_of_its_name_on_both(
+def test_the_reindex_records_a_plugin_beside_a_skill_of_its_name_on_the_lower_only(
         home: Path, db_url: str) -> None:
     tree = plugin_tree(home, db_url)
     kit = home / "user" / "kit" / "SKILL.md"
     with tree.open() as index:
         index.reindex()
         found = collided(index)
-        [plugin] = [path for path in found if path != str(kit)]
-        assert set(found) == {str(kit), plugin}
-        assert all("skill://kit/pdf/" in m and "'kit:pdf'" in m for m in found[plugin])
-        assert found[str(kit)] == found[plugin]
-        # A warning: both still win their names; only the URIs they share are refused.
+        [plugin] = list(found)
+        assert plugin != str(kit)
+        assert all("skill://kit/pdf/" in m and "'kit:pdf'" in m and "MCP withholds 'kit:pdf'"
+                   in m for m in found[plugin])
+        # A warning: both still win their names; the URIs they share are the higher one's.
         assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
         assert not index.rejections(code="uri-collision")
         [verdict] = index.explain("kit").verdicts
-        assert [f.code for f in verdict.candidate.findings] == ["uri-collision"]
-        with pytest.raises(AmbiguousUriError):
-            index.read("skill://kit/pdf/SKILL.md")
+        assert [f.code for f in verdict.candidate.findings] == []
+        assert index.read("skill://kit/pdf/SKILL.md").data == b"# a file of kit\n"
     runner = CliRunner()
     argv = ["--config", str(tree.config), "--db", db_url, "--cwd", str(home)]
-    shown = runner.invoke(cli, [*argv, "explain", "kit"])
+    shown = runner.invoke(cli, [*argv, "explain", "kit:pdf"])
     assert shown.exit_code == 0, shown.output
     assert "warning uri-collision: the URIs under skill://kit/pdf/" in shown.output
     listed = runner.invoke(cli, [*argv, "--json", "candidates", "--code", "uri-collision"])
     assert listed.exit_code == 0, listed.output
-    assert {item["path"] for item in json.loads(listed.output)} == {str(kit), plugin}
+    assert {item["path"] for item in json.loads(listed.output)} == {plugin}
     # Once `kit` is gone, the plugin's skill meets nothing: the next reindex takes it back.
     for rel in ("pdf/SKILL.md", "SKILL.md"):
         (kit.parent / rel).unlink()
@@ -485,3 +491,48 @@ def test_the_cli_says_a_rejected_skill_was_rejected(home: Path) -> None:
     assert result.exit_code == 3
     assert result.stderr == ("skillindex: error: skill bad was rejected (field-type, "
                              "compatibility-too-long); `skillindex explain bad` says why\n")
+
+
+def plugin_beside(home: Path, db_url: str, precedence: int) -> Tree:
+    """A plugin `pdf` with the skill `pdf:forms` (precedence 70), beside a skill `pdf` of a
+    root of `precedence` holding a file forms/SKILL.md."""
+    plugins = home / "home" / ".claude" / "plugins"
+    install = plugins / "cache" / "pdf"
+    tree = Tree(home, db_url, [Root("admin", precedence, "admin")])
+    tree.skill("admin", "pdf", "pdf", body="# admin's\n")
+    tree.file("admin/pdf/forms/SKILL.md", b"# a file of the admin's pdf\n")
+    tree.file(str((install / "skills" / "forms" / "SKILL.md").relative_to(home)),
+              b"---\nname: forms\ndescription: d\n---\n# the plugin's\n")
+    tree.write()
+    registry = {"version": 2, "plugins": {"pdf@market": [{"installPath": str(install)}]}}
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps(registry))
+    tree.config.write_text(tree.config.read_text().replace("presets = false", "presets = true"))
+    return tree
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(("precedence", "higher", "lower"),
+                         [(200, "pdf", "pdf:forms"), (10, "pdf:forms", "pdf")],
+                         ids=["admin-above-plugin", "plugin-above-custom"])
+def test_the_lower_side_of_a_uri_collision_is_the_one_withheld(
+        home: Path, db_url: str, precedence: int, higher: str, lower: str) -> None:
+    """A plugin skill `pdf:forms` beside an admin `pdf` used to withhold both from MCP."""
+    tree = plugin_beside(home, db_url, precedence)
+    with tree.open() as index:
+        index.reindex()
+        assert {"pdf", "pdf:forms"} <= {w.name for w in index.winners()}
+        found = collided(index)
+        served = mcp_view(index, ["skill://pdf/forms/SKILL.md"])
+        shared = index.read("skill://pdf/forms/SKILL.md").data
+    [path] = found
+    assert f"MCP withholds {lower!r}" in found[path][0]
+    assert path.endswith("forms/SKILL.md" if lower == "pdf:forms" else "admin/pdf/SKILL.md")
+    published = {uri.removeprefix("skill://").rsplit("/", 1)[0] for uri in served.entries}
+    assert higher.replace(":", "/") in published
+    assert lower.replace(":", "/") not in published
+    expected = (b"# a file of the admin's pdf\n" if higher == "pdf"
+                else (home / "home" / ".claude" / "plugins" / "cache" / "pdf" / "skills"
+                      / "forms" / "SKILL.md").read_bytes())
+    assert shared == expected
+    assert served.reads["skill://pdf/forms/SKILL.md"] == expected

@@ -166,10 +166,11 @@ CODES: dict[str, Code] = {
         "of its own."),
     "uri-collision": Code(
         "Two skills' files have one skill:// URI",
-        "A warning the reindex records on both skills when a plugin's skill (`kit:pdf`) sits "
-        "beside a skill named like the plugin (`kit`), or collision_policy keep-all keeps "
-        "several skills of one name. Every surface refuses the URIs they share and MCP serves "
-        "neither skill: rename the skill, or choose another collision policy."),
+        "A warning the reindex records when a plugin's skill (`kit:pdf`) sits beside a skill "
+        "named like the plugin (`kit`): on the one of lower precedence, whose shared URIs are "
+        "the other's on every surface and which MCP withholds; or on each skill of one name "
+        "that collision_policy keep-all keeps, whose URIs every surface refuses and MCP "
+        "serves none of: rename the skill, or choose another collision policy."),
     # Trigger evals (`skillindex eval`)
     "eval-miss": Code(
         "A request meant for the skill chose others",

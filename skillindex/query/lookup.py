@@ -24,7 +24,7 @@ from skillindex.model import Candidate, Finding, ManifestFile, RiskPolicy, Sever
 from skillindex.query import advisories, disclose, lockfile, staleness, trust
 from skillindex.query.disclose import SkillRef
 from skillindex.query.reader import Here, NotStored
-from skillindex.query.resolve import KEEP_ALL, Resolution, Winner, resolve
+from skillindex.query.resolve import KEEP_ALL, Resolution, Winner, rank, resolve
 from skillindex.text import is_text, shown_name
 
 # The place in what was asked of the first name that wins, its winner, and the manifest row of
@@ -99,10 +99,11 @@ def locate(store: Store, here: Here,
     whose skill path names a winner, that winner's candidate and the manifest row of the file
     the reading names. Every surface that reads a URI finds it here.
 
-    A URI is never resolved by preferring one reading: when two readings name winners (the
-    skill `kit` with a file `pdf/SKILL.md` and the skill `kit:pdf`), or its name has several
-    winners (collision_policy keep-all), it names no one file and AmbiguousUriError refuses
-    it, whatever the precedence of either skill."""
+    When two readings name winners (the skill `kit` with a file `pdf/SKILL.md` and the plugin
+    skill `kit:pdf`), the URI is the file of the winner of higher precedence (`resolve.rank`):
+    the lower side of a collision is the one that loses, as it loses a name, so a skill of
+    lower precedence can never take a URI of one above it. When its name has several winners
+    (collision_policy keep-all), it names no one file and AmbiguousUriError refuses it."""
     options = disclose.parse_uri_options(uri)
     # Bytes of argv that are not UTF-8 name no skill (nor can a database bind them).
     refs = [ref for ref in options if is_text(ref.name)]
@@ -125,21 +126,26 @@ def _first(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]], *
             if found is None:
                 raise not_found(store, here, shown, hint=hint)
             if uri is not None:
-                place, chosen, _ = found
-                rest = [name for name, _ in wanted[place + 1:]]
-                if _several(chosen) or (rest and store.stored_wins(here, rest)):
-                    raise ambiguous(uri, chosen.name)
+                found = _best_reading(store, here, wanted, found, uri)
             return found
     resolution = withheld(store, here, resolution_of(store, here, [n for n, _ in wanted],
                                                      all_findings=False))
     winners: dict[str, Winner] = {}
     for w in resolution.winners:
         winners.setdefault(w.name, w)  # keep-all: a name's first file, as a stored one
-    hits = [place for place, (name, _) in enumerate(wanted)
-            if name in winners or trust.held_verdict(resolution, name) is not None]
-    if uri is not None and hits and (len(hits) > 1 or (
-            wanted[hits[0]][0] in winners and _several(winners[wanted[hits[0]][0]]))):
-        raise ambiguous(uri, wanted[hits[0]][0])
+    held = {name: verdict.candidate for name, _ in wanted
+            if name not in winners
+            and (verdict := trust.held_verdict(resolution, name)) is not None}
+    hits = [place for place, (name, _) in enumerate(wanted) if name in winners or name in held]
+    if uri is not None and hits:
+        several = next((wanted[place][0] for place in hits if wanted[place][0] in winners
+                        and _several(winners[wanted[place][0]])), None)
+        if several is not None:
+            raise ambiguous(uri, several)
+        # A quarantined skill still holds its name, and so its URIs.
+        hits = [min(hits, key=lambda place: rank(
+            winners[wanted[place][0]].candidate if wanted[place][0] in winners
+            else held[wanted[place][0]]))]
     for place in hits:
         name, rel_path = wanted[place]
         if name in winners:
@@ -147,10 +153,32 @@ def _first(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]], *
             expected = (None if rel_path is None
                         else store.manifest_file(chosen.candidate.id, rel_path))
             return place, chosen, expected
-        held = trust.held_verdict(resolution, name)
-        if held is not None:
-            raise QuarantinedError(f"skill {name} is {held.reason}", skill=name)
+        verdict = trust.held_verdict(resolution, name)
+        if verdict is not None:
+            raise QuarantinedError(f"skill {name} is {verdict.reason}", skill=name)
     raise not_found(store, here, shown, hint=hint)
+
+
+def _best_reading(store: Store, here: Here, wanted: Sequence[tuple[str, str | None]],
+                  found: Found, uri: str) -> Found:
+    """Of the readings of `uri` that name stored winners, the one whose winner ranks first
+    (`found` is the first reading that wins); AmbiguousUriError for a keep-all name."""
+    place, best, _ = found
+    if _several(best):
+        raise ambiguous(uri, best.name)
+    start = place + 1
+    while start < len(wanted) and store.stored_wins(here, [n for n, _ in wanted[start:]]):
+        other = store.stored_winner(here, wanted[start:])
+        if other is None:
+            break
+        shift, winner, expected = other
+        if _several(winner):
+            raise ambiguous(uri, winner.name)
+        if rank(winner.candidate) < rank(best.candidate):
+            found = (start + shift, winner, expected)
+            best = winner
+        start += shift + 1
+    return found
 
 
 def _several(winner: Winner) -> bool:

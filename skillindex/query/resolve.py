@@ -429,14 +429,17 @@ URI_COLLISION = "uri-collision"
 
 
 def uri_collisions(winners: Iterable[tuple[str, int]]) -> dict[int, list[str]]:
-    """The `uri-collision` messages of the winners (catalog name, candidate id) whose URIs
-    would name another's files: a name with several winners (keep-all: each of its URIs names
-    a file of each), and a name that begins another's skill path (the skill `kit` and the
-    plugin skill `kit:pdf` both name `skill://kit/pdf/SKILL.md`). Only the winners that can
-    meet need be given: names holding `:`, the names they begin, and repeated names."""
+    """The `uri-collision` messages of the winners (catalog name, candidate id, in resolution
+    order: the higher precedence first) whose URIs would name another's files: each winner
+    of a name with several (keep-all: each of its URIs names a file of each), and, of a name
+    that begins another's skill path (the skill `kit` and the plugin skill `kit:pdf` both
+    name `skill://kit/pdf/SKILL.md`), the one of lower precedence only: the URIs they share
+    are the higher one's on every surface, and MCP withholds the lower. Only the winners
+    that can meet need be given: names holding `:`, the names they begin, repeated names."""
     by_name: dict[str, list[int]] = {}
     for name, cid in winners:
         by_name.setdefault(name, []).append(cid)
+    order = {name: number for number, name in enumerate(by_name)}
     found: dict[int, list[str]] = {}
 
     def note(ids: Iterable[int], message: str) -> None:
@@ -455,9 +458,9 @@ def uri_collisions(winners: Iterable[tuple[str, int]]) -> dict[int, list[str]]:
         for cut in range(1, len(parts)):
             head = ":".join(parts[:cut])
             if head in by_name:
-                message = (f"the URIs under skill://{path}/ would name files of both the skill "
-                           f"{head!r} and the skill {name!r}, so no surface serves them, and "
-                           "MCP serves neither skill")
-                note(by_name[head], message)
-                note(ids, message)
+                higher, lower = (head, name) if order[head] < order[name] else (name, head)
+                note(by_name[lower], (
+                    f"the URIs under skill://{path}/ would name files of both the skill "
+                    f"{head!r} and the skill {name!r}; they are the files of {higher!r}, "
+                    f"which takes precedence, and MCP withholds {lower!r}"))
     return found

@@ -166,12 +166,20 @@ class Publication:
         self._seen_withheld.add(name)
 
     def _collide(self, name: str) -> str:
-        """Withdraw the served skills whose skill path meets `name`'s, and say why `name` is
-        withheld: no URI either would publish may be served (`lookup.locate` refuses them)."""
+        """Say why `name` is withheld: its skill path meets that of a skill published before
+        it, which ranks above it (skills come in resolution order), so the URIs they share
+        are that skill's (`lookup.locate` reads them so) and the lower side is the one
+        withheld. Several winners of one name (keep-all) are all withdrawn: no URI of theirs
+        names one file."""
         path = skill_path(name)
-        met = [skill for skill in self.skills if skill.name == name
-               or f"{skill_path(skill.name)}/".startswith(f"{path}/")
-               or f"{path}/".startswith(f"{skill_path(skill.name)}/")]
+        if name not in self.by_name:
+            above = [skill.name for skill in self.skills
+                     if f"{skill_path(skill.name)}/".startswith(f"{path}/")
+                     or f"{path}/".startswith(f"{skill_path(skill.name)}/")]
+            others = ", ".join(repr(other) for other in above) or "a skill withheld before it"
+            return (f"its skill:// URIs would also name files of {others}, which takes "
+                    "precedence (uri-collision)")
+        met = [skill for skill in self.skills if skill.name == name]
         for skill in met:
             self.skills.remove(skill)
             self.entries.remove(skill.entry)

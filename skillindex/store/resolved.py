@@ -342,22 +342,23 @@ def collisions(session: Session, set_id: int) -> list[str]:
 
 def meeting_winners(session: Session, set_id: int) -> list[tuple[str, int]]:
     """The winners of a stored resolution whose URIs may meet another's
-    (`resolve.uri_collisions`): the names holding `:`, the names that begin them, and the
-    names with several winners; found in SQL, so a set without any costs two scans of its
-    rows and nothing held."""
+    (`resolve.uri_collisions`), in resolution order: the names holding `:`, the names that
+    begin them, and the names with several winners; found in SQL, so a set without any costs
+    two scans of its rows and nothing held."""
     where = ResolvedWinner.set_id == set_id
     repeated = (select(ResolvedWinner.name).where(where).group_by(ResolvedWinner.name)
                 .having(func.count() > 1))
-    rows = {(str(name), int(cid)) for name, cid in session.execute(
-        select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+    columns = (ResolvedWinner.ordinal, ResolvedWinner.name, ResolvedWinner.candidate_id)
+    rows = {(int(ordinal), str(name), int(cid)) for ordinal, name, cid in session.execute(
+        select(*columns)
         .where(where, ResolvedWinner.name.like("%:%") | ResolvedWinner.name.in_(repeated)))}
-    heads = sorted({":".join(parts[:cut]) for name, _ in rows if ":" in name
+    heads = sorted({":".join(parts[:cut]) for _, name, _ in rows if ":" in name
                     for parts in [name.split(":")] for cut in range(1, len(parts))})
     for start in range(0, len(heads), 500):
-        rows.update((str(name), int(cid)) for name, cid in session.execute(
-            select(ResolvedWinner.name, ResolvedWinner.candidate_id)
-            .where(where, ResolvedWinner.name.in_(heads[start:start + 500]))))
-    return sorted(rows)
+        rows.update((int(ordinal), str(name), int(cid)) for ordinal, name, cid in session.execute(
+            select(*columns).where(where, ResolvedWinner.name.in_(heads[start:start + 500]))))
+    # In resolution order, which `uri_collisions` needs to tell the higher side.
+    return [(name, cid) for _, name, cid in sorted(rows)]
 
 
 def record_findings(session: Session, index_name: str, paths: Sequence[str], code: str,
