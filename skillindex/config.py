@@ -262,6 +262,10 @@ def check_database_url(value: str) -> None:
         return
     scheme = value.split("://", 1)[0].lower()
     shown = f"database URL {scheme}://…"
+    if scheme.split("+", 1)[0] not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigError(f"the {shown} is not one skillindex can use: only SQLite (a file "
+                          "path or sqlite:///PATH) and PostgreSQL (postgresql://...) are "
+                          "supported")
     try:
         value.encode("utf-8")
         parts = urllib.parse.urlsplit(value)
@@ -317,6 +321,9 @@ def database_url(explicit: str | None, env: Environment) -> str:
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = env.cwd / path
+    if path.is_dir():
+        raise ConfigError(f"the database {path} is a folder: give a SQLite file (such as "
+                          f"{path / 'index.sqlite'}) or a database URL")
     return f"sqlite:///{path}"
 
 

@@ -130,7 +130,7 @@ class SkillRejectedError(SkillNotFoundError):
 
 class ResourceNotFoundError(NotFoundError):
     def __init__(self, skill: str, path: str) -> None:
-        super().__init__(f"File not found: {path} (skill {skill})")
+        super().__init__(f"file not found: {path} (skill {skill})")
         self.skill = skill
         self.path = path
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -237,6 +237,14 @@ def remote_root(env: Environment, url: str) -> Path:
     return env.data_home / "skillindex" / "remote" / key / "skills"
 
 
+def missing_configured(specs: Sequence[RootSpec]) -> list[Path]:
+    """The roots the settings name (`custom_directories`, `[[roots]]`) that do not exist: a
+    typing error or a folder not made yet, where a preset's folder is often absent. A stat each."""
+    return [spec.path for spec in specs
+            if spec.provider not in PRIORITY or spec.provider == CUSTOM
+            if spec.remote is None and spec.disabled_by is None and not spec.path.exists()]
+
+
 def plan_roots(settings: Settings, env: Environment) -> RootPlan:
     """Presets in the seed's order (native, claude, claude-plugins, agents, codex), then
     `custom_directories`, then `[[roots]]`; a path already registered keeps its first entry."""
@@ -305,5 +313,7 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                      allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
                      else root.allow_hardlinks,
                      risk_policy=root.risk_policy or settings.risk_policy))
+    problems.extend(ScanProblem(path, path, "root-missing", "the configured root does not exist")
+                    for path in missing_configured(specs))
     return RootPlan(tuple(specs), tuple(problems),
                     (plugin_registry(env),) if settings.presets else ())

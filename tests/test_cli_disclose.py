@@ -60,7 +60,7 @@ def test_read_json_shape(setup: Path) -> None:
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["skill://nope"], 3, "skill not found: nope"),
-    (["skill://pdf/absent.md"], 3, "File not found: absent.md"),
+    (["skill://pdf/absent.md"], 3, "file not found: absent.md"),
     (["skill://pdf/../outside.txt"], 4, "'..' segments are not allowed"),
     (["skill://pdf/%2e%2e%2foutside.txt"], 4, "'..' segments are not allowed"),
     (["skill://pdf/references/guide.md", "--max-bytes", "5"], 4, "the limit is 5"),
@@ -126,7 +126,7 @@ def test_command_is_refused_when_commands_are_off(setup: Path) -> None:
 def test_verify_clean_then_drifted(setup: Path) -> None:
     clean = run("verify")
     assert clean.exit_code == 0
-    assert clean.stdout.startswith("ok: 2 files of 1 skills")
+    assert clean.stdout.startswith("ok: 2 files of 1 skill match")
     assert json.loads(run("verify", "--json").stdout)["ok"] is True
     skill = skill_dir(setup)
     (skill / "references" / "guide.md").write_text("changed\n")

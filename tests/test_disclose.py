@@ -228,7 +228,7 @@ def test_the_pure_rules_refuse_what_decoding_yields(rel: str) -> None:
 
 def test_a_double_encoded_traversal_is_only_a_missing_file(tree: Tree) -> None:
     assert parse_uri("skill://pdf/%252e%252e%252fx").resource == "%2e%2e%2fx"
-    with pytest.raises(ResourceNotFoundError, match="File not found") as caught:
+    with pytest.raises(ResourceNotFoundError, match="file not found") as caught:
         tree.read("skill://pdf/%252e%252e%252fx")
     assert caught.value.exit_code == EXIT_NOT_FOUND
     assert [e.outcome for e in tree.events()] == ["not-found"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib
 import json
@@ -193,6 +194,17 @@ class _Group(click.Group):
             return code
         sys.exit(code)
 
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            # As a misspelled option is answered: the nearest command, if one is near.
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                raise click.UsageError(f"no such command {name!r}; did you mean {close[0]!r}?",
+                                       ctx)
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -243,6 +255,12 @@ class _Main(_Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMAND_MODULES.keys() | self.commands.keys())
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # a first run: the commands and examples, not a usage error
+            click.echo(ctx.get_help())
+            ctx.exit(EXIT_OK)
+        return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = COMMAND_MODULES.get(cmd_name)

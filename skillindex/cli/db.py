@@ -7,7 +7,7 @@ from collections.abc import Callable
 import click
 
 from skillindex.cli import params
-from skillindex.cli.common import cli, echo, json_option, options_of, print_json
+from skillindex.cli.common import cli, count, echo, json_option, options_of, print_json
 
 
 @cli.group()
@@ -129,4 +129,4 @@ def grants(ctx: click.Context, indexer: str, agent: str, server: str | None, app
     for statement in done:
         echo(f"{statement};")
     if apply_them:
-        echo(f"-- applied {len(done)} statements", err=True)
+        echo(f"-- applied {count(len(done), 'statement')}", err=True)

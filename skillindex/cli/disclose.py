@@ -141,11 +141,12 @@ def verify(ctx: click.Context, lock_path: str | None, jobs: int | None,
         print_json({**report.as_dict(), "ok": ok}
                    | ({} if locked is None else {"lock": [item.as_dict() for item in locked]}))
     elif report.ok:
-        echo(f"ok: {report.files} files of {report.skills} skills match the index")
+        echo(f"ok: {count(report.files, 'file')} of {count(report.skills, 'skill')} match the "
+             "index")
     else:
         table(["skill", "problem", "resource"],
                [[item.skill, item.problem, item.resource] for item in report.drift])
-        echo(f"{len(report.drift)} files differ from the index; `skillindex reindex` "
+        echo(f"{count(len(report.drift), 'file')} differ from the index; `skillindex reindex` "
              "records the tree as it is now")
     if locked is not None and not options.json:
         if locked:
@@ -155,7 +156,7 @@ def verify(ctx: click.Context, lock_path: str | None, jobs: int | None,
             for item in locked:
                 if item.reason is not None:
                     echo(f"{item.skill}: not hashed: {item.reason}")
-            echo(f"{len(locked)} skills differ from {lock_path}; `skillindex lock "
+            echo(f"{count(len(locked), 'skill')} differ from {lock_path}; `skillindex lock "
                  f"--output {shlex.quote(str(lock_path))}` records them as they are now")
         else:
             echo(f"ok: the catalog matches {lock_path}")
@@ -273,7 +274,7 @@ def _unlisted(event_id: int) -> None:
 
 
 @audit.command(name="verify")
-@click.option("--head", "pinned", metavar="HASH", type=params.NAME,
+@click.option("--head", "pinned", metavar="HASH", type=params.HEAD,
               help="A head hash published earlier: fail unless the chain still holds it.")
 @json_option
 @click.pass_context
@@ -289,11 +290,11 @@ def verify_audit(ctx: click.Context, pinned: str | None, as_json: bool) -> None:
     \b
     Examples:
       skillindex audit verify
-      skillindex audit verify --head 3f2a9c...e1 --json
+      skillindex audit verify --head "$HEAD" --json   # the 64 hex digits published
     """
     options = options_of(ctx, as_json)
     with options.open() as index:
-        report = index.verify_audit(head=pinned.strip().lower() if pinned else None)
+        report = index.verify_audit(head=pinned)
     if options.json:
         print_json(report.as_dict())
     else:

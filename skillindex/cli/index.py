@@ -99,7 +99,8 @@ def reindex(ctx: click.Context, all_roots: bool, no_wait: bool, jobs: int | None
         + (f"{report.rejudged} judged again (same content), " if report.rejudged
            else "")
         + f"{report.unchanged} unchanged, {report.removed} removed, "
-        f"{report.rejected} rejected ({report.files_read} files read, {report.duration_s:.2f} s)")
+        f"{report.rejected} rejected ({count(report.files_read, 'file')} read, "
+        f"{report.duration_s:.2f} s)")
     if reasons:
         top = ", ".join(f"{reason.code} ({reason.candidates})" for reason in reasons)
         echo(f"most skills were rejected ({report.rejected} of {report.seen}); the top reasons: "

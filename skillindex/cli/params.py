@@ -75,6 +75,20 @@ class Text(click.ParamType[str, Any]):
         return text
 
 
+class HeadHash(Text):
+    """The head hash `audit verify` prints: 64 hexadecimal digits (any case, spaces around)."""
+
+    name = "hash"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        text = super().convert(value, param, ctx).strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", text):
+            self.fail(f"{shown(text[:80])} is not a head hash: give the 64 hexadecimal digits "
+                      "`skillindex audit verify` printed", param, ctx)
+        return text
+
+
 class LookupText(click.ParamType[str, Any]):
     """Text a disclosure looks up and audits as given: bytes that are not UTF-8 are kept (the
     lookup matches them as their `\\xNN` escapes, so they name no skill, and the refusal is
@@ -299,6 +313,7 @@ DATABASE = DatabaseURL()
 INDEX = IndexName()
 REVISION = Revision()
 LISTEN = Listen()
+HEAD = HeadHash(max_length=1_000)
 
 
 def seconds(low: float, high: float) -> Number:

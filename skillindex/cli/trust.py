@@ -146,7 +146,7 @@ def lock(ctx: click.Context, output: str | None, as_json: bool) -> None:
         print_json({"path": str(target), "skills": {k: v.as_json() for k, v in entries.items()},
                     "unhashed": [item.as_dict() for item in entries.unhashed]})
     else:
-        echo(f"wrote {target}: {len(entries)} skills")
+        echo(f"wrote {target}: {count(len(entries), 'skill')}")
     _unhashed(ctx, entries.unhashed)
 
 

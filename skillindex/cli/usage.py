@@ -142,12 +142,13 @@ def _print_text(found: UsageReport, *, chart: bool) -> None:
                 _when(row.last_load)] for row in found.principals])
     totals = found.totals()
     echo("")
-    echo(f"totals: {totals['loads']} loads ({totals['body_loads']} bodies, "
-         f"{totals['resource_loads']} files, {totals['bytes']} bytes) by "
+    bodies = "body" if totals["body_loads"] == 1 else "bodies"
+    echo(f"totals: {count(totals['loads'], 'load')} ({totals['body_loads']} {bodies}, "
+         f"{count(totals['resource_loads'], 'file')}, {count(totals['bytes'], 'byte')}) by "
          f"{count(totals['sessions'], 'session')}; {totals['loaded_skills']} of "
-         f"{found.catalog_skills} catalog skills loaded; {totals['refused']} refused, "
+         f"{count(found.catalog_skills, 'catalog skill')} loaded; {totals['refused']} refused, "
          f"{totals['mismatch']} mismatch, {totals['missing']} missing, "
-         f"{totals['not_found']} not found, {totals['error']} errors; "
+         f"{totals['not_found']} not found, {count(totals['error'], 'error')}; "
          f"{count(totals['catalog_published'], 'catalog publication')}")
 
 
@@ -210,7 +211,8 @@ def report(ctx: click.Context, html_path: str, since: str | None, run_verify: bo
     if options.json:
         print_json(summary)
         return
-    echo(f"wrote {html_path} ({len(page)} bytes): {found.usage.catalog_skills} catalog skills, "
-         f"{totals['loads']} loads, {totals['never_loaded']} never used, {totals['failed']} "
-         f"failed attempts; audit chain {'intact' if found.chain.ok else 'BROKEN'}, head "
-         f"{found.chain.head}")
+    echo(f"wrote {html_path} ({count(len(page), 'byte')}): "
+         f"{count(found.usage.catalog_skills, 'catalog skill')}, "
+         f"{count(totals['loads'], 'load')}, {totals['never_loaded']} never used, "
+         f"{count(totals['failed'], 'failed attempt')}; audit chain "
+         f"{'intact' if found.chain.ok else 'BROKEN'}, head {found.chain.head}")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from skillindex.config import Settings
 from skillindex.model import RootSpec
+from skillindex.providers import missing_configured
 
 # Per stored root path: whether it was there at its last scan, and when that scan started.
 Scans = Mapping[str, tuple[bool, datetime | None]]
@@ -39,6 +40,11 @@ def note(settings: Settings, stale: Callable[[], list[Path]],
         where = f" in {settings.source}" if settings.source else ""
         return f"skills are switched off ([skills] enabled = false{where})"
     notes = remote_notes(specs)
+    missing = missing_configured(specs)
+    if missing:
+        shown = ", ".join(str(path) for path in missing[:3]) + (", …" if len(missing) > 3 else "")
+        notes.append(f"{'a configured root does' if len(missing) == 1 else 'configured roots do'}"
+                     f" not exist ({shown})")
     paths = stale()
     if paths:
         shown = ", ".join(str(path) for path in paths[:3]) + (", …" if len(paths) > 3 else "")
