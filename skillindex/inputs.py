@@ -125,7 +125,10 @@ def parse(text: str, fmt: Format, *, what: str, source: str | None = None,
 
 def load_json(text: str, *, what: str, source: str | None = None, finite: bool = False,
               object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
-    _refuse_deep(_JSON_TOKENS, text, what, source)
+    """JSON text parsed, then measured: the C parser bounds its own recursion (a document
+    nested a thousand levels is a RecursionError, refused here as too deep), and a walk
+    without recursion refuses anything deeper than MAX_DEPTH before a caller walks it.
+    (A scan of the text before parsing cost twice the parse of a large lock file.)"""
 
     def pairs(items: list[tuple[str, Any]]) -> Any:
         document = dict(items)
@@ -152,8 +155,8 @@ def load_json(text: str, *, what: str, source: str | None = None, finite: bool =
         return value
 
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
-                          parse_float=number)
+        document = json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
+                              parse_float=number)
     except json.JSONDecodeError as exc:
         raise InputError(f"the {what} is not valid JSON ({exc.msg} at line {exc.lineno}, "
                          f"column {exc.colno})", code="invalid", source=source) from None
@@ -164,6 +167,8 @@ def load_json(text: str, *, what: str, source: str | None = None, finite: bool =
     except ValueError as exc:  # an integer of more digits than Python converts
         raise InputError(f"the {what} is not valid JSON ({exc})", code="invalid",
                          source=source) from None
+    _measure(document, what, source, finite=False)
+    return document
 
 
 def load_toml(text: str, *, what: str, source: str | None = None,
@@ -177,18 +182,26 @@ def load_toml(text: str, *, what: str, source: str | None = None,
     except RecursionError:
         raise _too_deep(what, source) from None
     # Dotted keys and table headers (a.b.c...) nest without a bracket: measured once parsed.
+    _measure(document, what, source, finite=finite)
+    return document
+
+
+def _measure(document: Any, what: str, source: str | None, *, finite: bool) -> None:
+    """Refuse a parsed document deeper than MAX_DEPTH (and, with `finite`, one holding NaN or
+    an infinity), walking it with a stack of its own."""
     stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _too_deep(what, source)
         if isinstance(value, dict):
+            if depth > MAX_DEPTH:
+                raise _too_deep(what, source)
             stack.extend((item, depth + 1) for item in value.values())
         elif isinstance(value, list):
+            if depth > MAX_DEPTH:
+                raise _too_deep(what, source)
             stack.extend((item, depth + 1) for item in value)
         elif finite and isinstance(value, float) and not math.isfinite(value):
             raise _not_finite(str(value), what, source)
-    return document
 
 
 def load_yaml(text: str, *, what: str, source: str | None = None) -> Any:
@@ -207,9 +220,8 @@ def load_yaml(text: str, *, what: str, source: str | None = None) -> Any:
                          source=source) from None
 
 
-# A string (skipped whole), or a bracket; in TOML also a comment. Invalid text (an unclosed
-# string) only makes brackets count that the parser would not see: never fewer.
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A string (skipped whole), a comment, or a bracket. Invalid text (an unclosed string) only
+# makes brackets count that the parser would not see: never fewer.
 _TOML_TOKENS = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"'
                           r"|'[^'\n]*'|#[^\n]*|[\[\]{}]", re.DOTALL)
 
