@@ -246,3 +246,25 @@ def test_files_a_hook_hands_over_name_their_skills(world: Path, tmp_path: Path) 
     nothing = run_cli("eval", "README.md", "work/bare/SKILL.md", "--min-recall", "1")
     assert nothing.exit_code == 0
     assert nothing.output == "no skill with trigger evals among the paths\n"
+
+
+def test_by_catalog_a_skill_counts_when_its_entry_stays_whole(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    root = tmp_path / "installed"
+    for number in range(60):  # some 12,000 characters of descriptions: over the 8,000 budget
+        write_skill(root, f"tool-{number:02}", description=f"Tool {number} handles " + " ".join(
+            f"chore{number}x{word}" for word in range(20)))
+    isolate_cli(tmp_path, monkeypatch, root)
+    assert run_cli("reindex").exit_code == 0
+    write_skill(tmp_path / "work", "invoice",
+                description="Create invoices and bill clients: totals, tax and due dates.")
+    (tmp_path / "work" / "invoice" / "eval_queries.json").write_text(queries(
+        ("make an invoice for my client", True), ("chore7x3 for tool 7", False)))
+
+    report = report_of("work/invoice", "--by", "catalog")
+
+    results = skill_of(report, "invoice")["queries"]
+    assert [(r["catalog"], r["triggered"]) for r in results] == [
+        ("whole", True), ("left-out", False)]
+    assert results[1]["rank"] is None  # not matched by the search either
