@@ -3,7 +3,8 @@ so many of the words a search matches on that a request meant for one would pick
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,6 @@ from skillindex.query.search import _WORD, FUNCTION_WORDS
 THRESHOLD = 0.6
 # A description this short says too little to be judged by its words.
 MIN_WORDS = 4
-COMMON_FLOOR = 100
 # Words nearly every description holds beside what the skill is for ("Use when the user asks
 # to ..."): shared by two skills, they say nothing about the requests either answers.
 BOILERPLATE = frozenset({
@@ -55,23 +55,23 @@ class Overlap:
 def overlaps(skills: Sequence[tuple[str | None, str | None]], *,
              threshold: float = THRESHOLD) -> list[Overlap]:
     """The pairs of (name, description) whose words are `threshold` alike or more, each pair
-    once (first < second), in order of position; found through the words they share, so a
-    set of thousands costs what its shared words cost."""
+    once (first < second), in order of position; found through the rare words they share,
+    so a set of thousands costs what those words cost."""
     described = [words(description) for _, description in skills]
     sets = [words(name) | found for (name, _), found in zip(skills, described, strict=True)]
+    judged = [i for i, found in enumerate(described) if len(found) >= MIN_WORDS]
+    frequency: Counter[str] = Counter(word for i in judged for word in sets[i])
+    # Prefix filtering: with each set's words ordered rarest first, two sets alike enough
+    # share a word among the first |set| - ceil(j |set|) + 1 of either (j the threshold as a
+    # Jaccard similarity), so only those words propose pairs, and common words rarely do.
+    jaccard = threshold / (2 - threshold)
     holders: dict[str, list[int]] = defaultdict(list)
-    for position, found in enumerate(sets):
-        if len(described[position]) >= MIN_WORDS:
-            for word in found:
-                holders[word].append(position)
-    # Pairs are proposed by the words few skills hold: two skills alike in most of their
-    # words share one of those, and a word half the set holds would propose every pair.
-    common = max(COMMON_FLOOR, len(sets) // 20)
     pairs: set[tuple[int, int]] = set()
-    for positions in holders.values():
-        if len(positions) <= common:
-            pairs.update((first, second) for i, first in enumerate(positions)
-                         for second in positions[i + 1:])
+    for i in judged:
+        ordered = sorted(sets[i], key=lambda word: (frequency[word], word))
+        for word in ordered[:len(ordered) - math.ceil(jaccard * len(ordered) - 1e-9) + 1]:
+            pairs.update((other, i) for other in holders[word])
+            holders[word].append(i)
     found_pairs = []
     for first, second in sorted(pairs):
         score = similarity(sets[first], sets[second])
