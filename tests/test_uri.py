@@ -536,3 +536,28 @@ def test_the_lower_side_of_a_uri_collision_is_the_one_withheld(
                       / "forms" / "SKILL.md").read_bytes())
     assert shared == expected
     assert served.reads["skill://pdf/forms/SKILL.md"] == expected
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
+def test_names_that_look_alike_get_a_warning_on_each(home: Path, db_url: str) -> None:
+    """`pdf` and `\\u0440df` (a Cyrillic er), `caf\\u00e9` composed and decomposed: each is
+    another skill, and each of them is warned that it looks like the other."""
+    cyrillic, composed, decomposed = "\u0440df", "caf\u00e9", "cafe\u0301"
+    tree = Tree(home, db_url, [Root("a", 200), Root("b", 100)])
+    tree.skill("a", "pdf", "pdf")
+    tree.skill("b", "pdf2", cyrillic)
+    tree.skill("a", "cafe", composed)
+    tree.skill("b", "cafe2", decomposed)
+    tree.skill("b", "other", "other")
+    tree.index()
+    with tree.open() as index:
+        index.reindex()  # with the resolution stored, the reindex finds them in SQL
+        warned = {c.name: [f.message for f in c.findings if f.code == "name-confusable"]
+                  for c in index.candidates(code="name-confusable")}
+        names = {w.name for w in index.winners()}
+    assert {"pdf", cyrillic, composed, decomposed, "other"} <= names
+    assert set(warned) == {"pdf", cyrillic, composed, decomposed}
+    assert warned["pdf"] == [f"the name 'pdf' looks like {cyrillic!a} (one name once Unicode-"
+                             "normalized, look-alike letters read as Latin): a host or a "
+                             "person may load one for the other; rename one of them"]
+    assert f"looks like {decomposed!a}" in warned[composed][0]

@@ -171,6 +171,13 @@ CODES: dict[str, Code] = {
         "the other's on every surface and which MCP withholds; or on each skill of one name "
         "that collision_policy keep-all keeps, whose URIs every surface refuses and MCP "
         "serves none of: rename the skill, or choose another collision policy."),
+    "name-confusable": Code(
+        "Two skills' names look alike",
+        "A warning the reindex records on each of the skills whose names are one name once "
+        "Unicode-normalized (NFKC: `café` composed or decomposed, fullwidth letters) and with "
+        "look-alike letters of other scripts read as Latin (Cyrillic `\u0440` as `p`): both "
+        "still win their names, but a host or a person may load one for the other. Rename "
+        "one of them."),
     # Trigger evals (`skillindex eval`)
     "eval-miss": Code(
         "A request meant for the skill chose others",

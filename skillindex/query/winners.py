@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from skillindex.config import COLLISION_POLICIES
 from skillindex.model import Candidate, Finding, RootSpec, Status
-from skillindex.query import resolve
+from skillindex.query import lookalike, resolve
 from skillindex.query.resolve import Collision, Rules, Winner, set_key
 from skillindex.store import queries, resolved
 from skillindex.store.rows import RootCache, candidate_of
@@ -194,10 +194,17 @@ def record_collisions(session: Session, index_name: str, roots: Sequence[RootSpe
     if set_id is None:
         rows, contested = resolved.resolvable(session, index_name, paths)
         named = [(name, cid) for name, cid, _ in materialize(rows, roots, rules, contested)]
+        shapes = lookalike.skeletons(name for name, _ in named)
+        alike = [(name, cid) for name, cid in named if not name.isascii() or name in shapes]
     else:
         named = resolved.meeting_winners(session, set_id)
+        alike = resolved.non_ascii_winners(session, set_id)
+        shapes = lookalike.skeletons(name for name, _ in alike)
+        alike += resolved.winners_named(session, set_id, sorted(shapes))
     resolved.record_findings(session, index_name, paths, resolve.URI_COLLISION,
                              resolve.uri_collisions(named))
+    resolved.record_findings(session, index_name, paths, lookalike.NAME_CONFUSABLE,
+                             lookalike.confusable_names(alike))
 
 
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,

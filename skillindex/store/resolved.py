@@ -361,6 +361,28 @@ def meeting_winners(session: Session, set_id: int) -> list[tuple[str, int]]:
     return [(name, cid) for _, name, cid in sorted(rows)]
 
 
+def non_ascii_winners(session: Session, set_id: int) -> list[tuple[str, int]]:
+    """The winners (name, candidate id) of a stored resolution whose names are not ASCII: one
+    scan of its rows, which finds none in nearly every set."""
+    outside = (ResolvedWinner.name.op("~")("[^ -~]") if session.get_bind().dialect.name ==
+               "postgresql" else ResolvedWinner.name.op("GLOB")("*[^ -~]*"))
+    return sorted((str(name), int(cid)) for name, cid in session.execute(
+        select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+        .where(ResolvedWinner.set_id == set_id, outside)))
+
+
+def winners_named(session: Session, set_id: int,
+                  names: Sequence[str]) -> list[tuple[str, int]]:
+    """The winners (name, candidate id) of a stored resolution under these names."""
+    found: list[tuple[str, int]] = []
+    for start in range(0, len(names), 500):
+        found.extend((str(name), int(cid)) for name, cid in session.execute(
+            select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+            .where(ResolvedWinner.set_id == set_id,
+                   ResolvedWinner.name.in_(list(names[start:start + 500])))))
+    return sorted(found)
+
+
 def record_findings(session: Session, index_name: str, paths: Sequence[str], code: str,
                     found: dict[int, list[str]]) -> None:
     """Replace the warnings of `code` that the candidates of these roots hold with `found`
