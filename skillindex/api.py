@@ -364,8 +364,7 @@ class SkillIndex:
             return "the index was opened read-only: no read could be audited"
         try:
             listing.generation(self._store, self._here)
-            with self._store.transaction("check that the audit can be written"):
-                pass
+            self._store.probe_write()
         except SkillIndexError as exc:
             return str(exc)
         return None

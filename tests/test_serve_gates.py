@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ import pytest
 from skillindex.config import ServeLimits
 from skillindex.serve.gates import INVALID_REQUEST, PARSE_ERROR, RATE_LIMITED
 from skillindex.serve.listen import plan
+from skillindex.store.engine import sqlite_path
 from tests.test_serve_http import (
     MODERN,
     MODERN_HEADERS,
@@ -245,6 +247,32 @@ def test_health_and_readiness_need_no_token_and_write_no_audit(team: Team) -> No
             for path in ("/healthz", "/readyz"):
                 answer = await web.get(base + path)
                 assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+
+    run(test)
+    assert team.index.audit() == []
+
+
+def test_readiness_is_503_while_the_audit_cannot_be_written(team: Team, db_url: str) -> None:
+    team.token("alice")
+    database = sqlite_path(db_url)
+    assert database is not None
+
+    async def test() -> None:
+        async with team.serving(tokens=team.token_file) as listen, httpx2.AsyncClient(
+                timeout=60) as web:
+            base = listen.url.removesuffix("/mcp")
+            holder = sqlite3.connect(database, isolation_level=None)
+            holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+            try:
+                answer = await web.get(base + "/readyz")
+                assert answer.status_code == 503
+                assert answer.json()["status"] == "unavailable"
+                assert (await web.get(base + "/healthz")).status_code == 200
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            while (await web.get(base + "/readyz")).status_code != 200:
+                await anyio.sleep(0.2)  # the abandoned check ends; the next one passes
 
     run(test)
     assert team.index.audit() == []

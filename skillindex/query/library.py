@@ -51,6 +51,10 @@ class Library:
         is written but audit rows, which are refused."""
         return read_only(self.engine) is None
 
+    def probe_write(self) -> None:
+        """A StoreError when the database would not take a write (an audit row) now."""
+        units.probe_write(self.engine)
+
     def session(self, doing: str = READ) -> AbstractContextManager[Session]:
         """A session to read in; database errors become one StoreError line."""
         return units.session(self.engine, doing)

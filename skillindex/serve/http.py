@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from skillindex.serve.listen import MCP_PATH, Listen, origin
 from skillindex.serve.mcp import PAGE_SIZE, POLL_SECONDS, Skills, SkillServer, create_server
 from skillindex.serve.tokens import TokenFile
 
+READY_SECONDS = 2.0  # what a probe waits for the index before /readyz says 503
 # The standard variables that name where OTLP goes: with none, nothing of OpenTelemetry loads.
 _OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
                    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
@@ -79,8 +81,23 @@ def app(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = tim
         refusals = gates.Refusals(state, per_minute=listen.limits.refusals_per_minute,
                                   clock=clock)
 
+    checking = threading.Event()
+
+    def check() -> str | None:
+        try:
+            return state.index.ready()
+        finally:
+            checking.clear()
+
     async def ready() -> str | None:
-        return await anyio.to_thread.run_sync(state.index.ready)
+        # A probe waits seconds, not the database's busy timeout, and one check runs at a
+        # time: a probe that comes while one still waits is told so.
+        if checking.is_set():
+            return "the previous readiness check is still waiting for the index"
+        checking.set()
+        with anyio.move_on_after(READY_SECONDS):
+            return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+        return f"the index did not answer within {READY_SECONDS:g} s"
 
     # The order of docs/serving.md: the front gates before the SDK's authentication, the
     # principals' after it and before its routes.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -38,6 +38,14 @@ def transaction(engine: Engine, doing: str, *, immediate: bool = True) -> Iterat
     by another writer half way; otherwise it takes the lock at its first write."""
     with failing_as(engine, doing), _written(engine, immediate=immediate) as opened:
         yield opened
+
+
+def probe_write(engine: Engine) -> None:
+    """Begin a write transaction that writes nothing: a StoreError when the database would not
+    take a write now (an audit row, say)."""
+    with failing_as(engine, "check that the audit can be written"), _written(
+            engine, immediate=True) as opened:
+        opened.execute(select(literal(1)))  # the transaction, and SQLite's write lock, begin here
 
 
 @contextmanager
