@@ -17,6 +17,8 @@ from skillindex.model import (
     LoggedEvent,
     RiskFinding,
     RootState,
+    Severity,
+    Status,
     StoredApproval,
     UsageReport,
     VerifyRecord,
@@ -26,10 +28,12 @@ from skillindex.query import verify as verify_flow
 from skillindex.query.library import Library
 from skillindex.query.reader import Here
 from skillindex.query.resolve import Collision
-from skillindex.store import reporting
+from skillindex.store import queries, reporting
 
 # The failed attempts the report lists one by one (it counts them all).
 FAILED_SHOWN = 200
+# The skills named for each warning code (the page counts them all).
+WARNED_SHOWN = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,8 @@ class Report:
     verified_now: bool  # whether that verify ran for this report
     chain: ChainReport
     chain_seconds: float  # what recomputing the whole chain took (it grows with the log)
+    # Warnings (not risk findings) on accepted skills, by code, with the first skills' names.
+    warnings: tuple[tuple[FindingCount, tuple[str, ...]], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -70,6 +76,8 @@ class Report:
             "verify": None if self.verify is None else self.verify.as_dict(),
             "verified_now": self.verified_now, "chain": self.chain.as_dict(),
             "chain_seconds": round(self.chain_seconds, 3),
+            "warnings": [{**count.as_dict(), "skills": list(names)}
+                         for count, names in self.warnings],
         }
 
 
@@ -97,7 +105,25 @@ def gather(store: Library, here: Here, *, since: datetime | str | None, verify: 
         failed=tuple(usage.failed_attempts(store, here, since=since, limit=FAILED_SHOWN,
                                            now=now)),
         verify=last_verify(store, here), verified_now=verify, chain=chain,
-        chain_seconds=chain_seconds)
+        chain_seconds=chain_seconds, warnings=tuple(warnings(store, here)))
+
+
+def warnings(store: Library, here: Here) -> list[tuple[FindingCount, tuple[str, ...]]]:
+    """The warnings accepted skills carry (risk findings have a section of their own), by code,
+    each with the names of its first WARNED_SHOWN skills."""
+    with store.session() as session:
+        counts = queries.finding_counts(session, here.index_name, here.paths,
+                                        status=Status.ACCEPTED)
+    found = []
+    for count in counts:
+        if count.severity is not Severity.WARNING or count.code in risk.CODES:
+            continue
+        names = tuple(candidate.name or candidate.directory.name
+                      for candidate in listing.iter_candidates(
+                          store, here, status=Status.ACCEPTED, code=count.code,
+                          limit=WARNED_SHOWN, page=WARNED_SHOWN))
+        found.append((count, names))
+    return found
 
 
 def last_verify(store: Library, here: Here) -> VerifyRecord | None:

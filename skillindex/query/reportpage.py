@@ -4,11 +4,13 @@ fetched; every text from skills or the log escaped by `text.html`."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from skillindex import __version__
-from skillindex.model import UsageDay
+from skillindex.index.codes import explained
+from skillindex.model import AuditEvent, UsageDay
 from skillindex.query.report import Report, by_skill
 from skillindex.text import html as esc
 
@@ -32,10 +34,12 @@ nav a { margin-right: 12px; color: var(--load); }
 .card.bad .figure { color: var(--bad); } .card.good .figure { color: var(--ok); }
 table { border-collapse: collapse; width: 100%; margin: 8px 0; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line);
-  vertical-align: top; overflow-wrap: anywhere; }
+  vertical-align: top; overflow-wrap: break-word; hyphens: none; }
 th { background: #f3f5f8; font-weight: 600; overflow-wrap: normal; white-space: nowrap; }
 td.n, th.n { text-align: right; }
-code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere; }
+code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere;
+  background: #f3f5f8; border-radius: 3px; padding: 0 3px; }
+td code.path { display: inline-block; }
 ul.names { columns: 4 180px; margin: 8px 0; padding-left: 18px; }
 .status-ok { color: var(--ok); font-weight: 600; } .status-bad { color: var(--bad);
   font-weight: 600; }
@@ -82,7 +86,8 @@ def render(report: Report) -> str:
             f'<div class="card{" " + tone if tone else ""}"><span class="figure" '
             f'data-figure="{key}">{esc(value)}</span><span class="label">{label}</span></div>'
             for key, value, label, tone in cards) + "</section>",
-        _roots(report), _collisions(report), _rejections(report), _risks(report),
+        _roots(report), _collisions(report), _rejections(report), _warnings(report),
+        _risks(report),
         _trust(report), _usage(report), _never(report), _failed(report), _verify(report),
         _chain(report),
     ]
@@ -95,7 +100,7 @@ def render(report: Report) -> str:
 
 
 SECTIONS = (("roots", "Roots"), ("collisions", "Collisions"), ("rejections", "Rejections"),
-            ("risks", "Risks"), ("trust", "Trust"), ("usage", "Usage"),
+            ("warnings", "Warnings"), ("risks", "Risks"), ("trust", "Trust"), ("usage", "Usage"),
             ("never-used", "Never used"), ("refused", "Refused"), ("verify", "Verify"),
             ("audit", "Audit chain"))
 
@@ -123,19 +128,51 @@ def _amount(value: object) -> int | float:
     return min(max(value, 0), _LARGEST)
 
 
+class Markup(str):
+    """Text already made into HTML from escaped parts: a cell that is not escaped again."""
+
+    __slots__ = ()
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, Markup) else esc(value)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def prose(text: str) -> Markup:
+    """Escaped text whose `backticked` spans are shown as code, as the docs show them."""
+    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", esc(text)))
+
+
+def path(value: object) -> Markup:
+    """A path: code, the one text a line may break anywhere in (a path has no words)."""
+    return Markup(f'<code class="path">{esc(value)}</code>')
+
+
+def paths(values: Iterable[object]) -> Markup:
+    return Markup("<br>".join(map(path, values)))
+
+
 def _table(headers: Sequence[str], rows: Iterable[Sequence[object]], *,
            numeric: Iterable[int] = (), empty: str = "none") -> str:
-    """A table of escaped cells; `numeric` columns are right-aligned."""
+    """A table of escaped cells (a Markup cell as it is); `numeric` columns right-aligned."""
     right = set(numeric)
     cells = [
-        "<tr>" + "".join(f'<td class="n">{esc(cell)}</td>' if number in right
-                         else f"<td>{esc(cell)}</td>" for number, cell in enumerate(row))
+        "<tr>" + "".join(f'<td class="n">{_cell(cell)}</td>' if number in right
+                         else f"<td>{_cell(cell)}</td>" for number, cell in enumerate(row))
         + "</tr>" for row in rows]
     if not cells:
-        return f'<p class="muted">{esc(empty)}</p>'
+        return f'<p class="muted">{prose(empty)}</p>'
     head = "".join(f'<th class="n">{esc(h)}</th>' if n in right else f"<th>{esc(h)}</th>"
                    for n, h in enumerate(headers))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(cells)}</tbody></table>"
+
+
+def _count(number: object, noun: str) -> str:
+    """`1 file`, `2 files`; a figure of the wrong type from the store as it is, with the plural."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _section(anchor: str, title: str, *parts: str) -> str:
@@ -143,7 +180,7 @@ def _section(anchor: str, title: str, *parts: str) -> str:
 
 
 def _roots(report: Report) -> str:
-    rows = [[str(root.spec.path), str(root.spec.scope), root.spec.provider,
+    rows = [[path(root.spec.path), str(root.spec.scope), root.spec.provider,
              root.spec.precedence, "yes" if root.present else "no", root.candidates,
              root.rejected, len(root.problems)] for root in report.roots]
     return _section("roots", "Roots and their counts", _table(
@@ -152,8 +189,8 @@ def _roots(report: Report) -> str:
 
 
 def _collisions(report: Report) -> str:
-    rows = [[c.name, c.policy, ", ".join(map(str, c.kept)) or "none (refused)",
-             "; ".join(str(path) for path in c.paths)] for c in report.collisions]
+    rows = [[c.name, c.policy, paths(c.kept) if c.kept else "none (refused)", paths(c.paths)]
+            for c in report.collisions]
     return _section("collisions", "Collisions and who wins", _table(
         ["name", "policy", "kept", "declared by"], rows, empty="no name is declared twice"))
 
@@ -164,6 +201,15 @@ def _rejections(report: Report) -> str:
         ["code", "candidates"], rows, numeric=(1,), empty="no candidate was rejected"))
 
 
+def _warnings(report: Report) -> str:
+    rows = [[count.code, explained(count.code).title, count.candidates,
+             ", ".join(names) + (", …" if len(names) < count.candidates else "")]
+            for count, names in report.warnings]
+    return _section("warnings", "Warnings on accepted skills", _table(
+        ["code", "what it means", "skills", "which"], rows, numeric=(2,),
+        empty="no accepted skill carries a warning"))
+
+
 def _risks(report: Report) -> str:
     codes = _table(["code", "severity", "skills"],
                    [[c.code, str(c.severity), c.candidates] for c in report.risk_counts],
@@ -171,15 +217,14 @@ def _risks(report: Report) -> str:
     skills = _table(
         ["skill", "findings", "codes", "where"],
         [[name, len(found), ", ".join(sorted({f.code for f in found})),
-          ", ".join(sorted({f"{f.path}:{f.line}" if f.line else str(f.path)
-                            for f in found}))]
+          paths(sorted({f"{f.path}:{f.line}" if f.line else str(f.path) for f in found}))]
          for name, found in by_skill(report.risks)], numeric=(1,), empty="")
     return _section("risks", "Risk findings by severity and skill", codes, skills)
 
 
 def _trust(report: Report) -> str:
     held = _table(["quarantined skill", "SKILL.md", "why"],
-                  [[h.name, str(h.path), h.reason] for h in report.quarantined],
+                  [[h.name, path(h.path), prose(h.reason)] for h in report.quarantined],
                   empty="no skill is quarantined")
     trusted = _table(["trusted skill", "approved content", "approved", "note"],
                      [[a.name, a.digest[:16], a.approved_at.strftime("%Y-%m-%d %H:%M"),
@@ -218,10 +263,12 @@ def _failed(report: Report) -> str:
                      for name in ("refused", "mismatch", "missing", "not_found", "error")],
                     numeric=(1,))
     shown = len(report.failed)
+    held = {h.name for h in report.quarantined}
     events = _table(
-        ["id", "time", "outcome", "skill", "resource", "session", "reason"],
+        ["id", "time", "outcome", "why", "skill", "resource", "session", "caller's reason"],
         [[e.id, e.event.time.strftime("%Y-%m-%d %H:%M:%S"), e.event.outcome,
-          e.event.skill or "-", e.event.resource or "-", e.event.session or "-",
+          prose(why_failed(e.event, held)), e.event.skill or "-",
+          path(e.event.resource) if e.event.resource else "-", e.event.session or "-",
           e.event.reason or ""] for e in report.failed], numeric=(0,),
         empty="no attempt failed in this window")
     note = (f'<p class="muted">the latest {shown} of {esc(totals["failed"])}</p>'
@@ -229,18 +276,48 @@ def _failed(report: Report) -> str:
     return _section("refused", "Refused and failed attempts", counts, events, note)
 
 
+NO_VERIFY = ("no verify of these roots was recorded: run `skillindex verify` or "
+             "`skillindex report --verify`")
+
+
+# What each failed outcome means, as docs/audit.md defines it: the row keeps the outcome and
+# the caller's reason, not a message, so the page says what the outcome stands for.
+FAILED_MEANS = {
+    "refused": "refused: a path outside the skill or one the rules do not serve, or a skill "
+               "held back (quarantined, manual-only, switched off)",
+    "mismatch": "the file's bytes are not those the last reindex recorded",
+    "missing": "the file was removed after the last reindex",
+    "not-found": "no skill or file of that name in the index",
+    "error": "the file could not be read",
+}
+
+
+def why_failed(event: AuditEvent, held: set[str]) -> str:
+    """Why an attempt failed, as near as its row tells."""
+    reason = event.reason or ""
+    resource = event.resource or ""
+    if event.outcome == "refused":
+        if reason.endswith("without a valid token"):
+            return "refused: the request carried no valid token"
+        if event.skill in held:
+            return "refused: the skill is quarantined until approved (`skillindex trust`)"
+        if ".." in resource.split("/") or resource.startswith("/"):
+            return "refused: the path leaves the skill's folder"
+    return FAILED_MEANS.get(event.outcome, event.outcome)
+
+
 def _verify(report: Report) -> str:
     record = report.verify
     if record is None:
         return _section("verify", "Drift since the last verify", (
-            '<p class="muted">no verify of these roots was recorded: run `skillindex verify` '
-            "or `skillindex report --verify`</p>"))
+            f'<p class="muted">{prose(NO_VERIFY)}</p>'))
     state = ('<span class="status-ok">no drift</span>' if record.ok else
-             f'<span class="status-bad">{esc(record.drifted)} files drifted</span>')
+             f'<span class="status-bad">{esc(_count(record.drifted, "file"))} drifted</span>')
     when = "run for this report" if report.verified_now else "recorded"
-    summary = (f"<p>{state}: {esc(record.files)} files of {esc(record.skills)} skills hashed "
+    summary = (f"<p>{state}: {esc(_count(record.files, 'file'))} of "
+               f"{esc(_count(record.skills, 'skill'))} hashed "
                f"{_when(record.time)} UTC ({when}, from {esc(record.cwd)})</p>")
-    rows = [[item.skill, str(item.problem), item.resource] for item in record.drift]
+    rows = [[item.skill, str(item.problem), path(item.resource)] for item in record.drift]
     more = (f'<p class="muted">the first {len(rows)} of {esc(record.drifted)}</p>'
             if len(rows) < _amount(record.drifted) else "")
     return _section("verify", "Drift since the last verify", summary,
@@ -278,9 +355,11 @@ def _chain(report: Report) -> str:
     return _section("audit", "The audit chain", state, anchors,
                     f'<p>head hash: <code data-figure="head">{esc(chain.head)}</code></p>',
                     unproven,
-                    '<p class="muted">publish the head hash elsewhere; `skillindex audit '
-                    'verify --head HASH` later shows the history up to it was not '
-                    "rewritten</p>")
+                    f'<p class="muted">{prose(PUBLISH_HEAD)}</p>')
+
+
+PUBLISH_HEAD = ("publish the head hash elsewhere; `skillindex audit verify --head HASH` later "
+                "shows the history up to it was not rewritten")
 
 
 def chart(days: Sequence[UsageDay], *, width: int = 760, height: int = 220) -> str:
