@@ -53,8 +53,9 @@ def check(ctx: click.Context, paths: tuple[str, ...], lenient: bool, fail_on: st
     pre-commit hook passes), or a folder of skills, looked for as a root is; the default is
     the current folder. Every skill is read and judged by the rules a reindex applies:
     validation (strict unless --lenient), the size limits, the folder's name against the
-    skill's, the risk rules with file and line, and names or skill:// URIs that two skills
-    of the set share. No settings file or index is read; nothing is written.
+    skill's, the risk rules with file and line, names or skill:// URIs that two skills of
+    the set share, and descriptions so alike that a request meant for one would pick the
+    other. No settings file or index is read; nothing is written.
 
     Exit status: 0 clean, 1 a finding at or above --fail-on, 2 usage.
 
