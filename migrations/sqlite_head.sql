@@ -1,4 +1,4 @@
--- revision 0019
+-- revision 0020
 -- Written by scripts/sqlite_head.py from a database the migrations built; do not edit.
 
 CREATE TABLE alembic_version (
@@ -64,7 +64,7 @@ CREATE TABLE candidate (
 	xxh3 VARCHAR(32), 
 	sha256 VARCHAR(64), 
 	first_run_id INTEGER NOT NULL, 
-	changed_run_id INTEGER NOT NULL, search_text TEXT, disable_model_invocation BOOLEAN DEFAULT 0 NOT NULL, ctime_ns BIGINT, host_fields TEXT, 
+	changed_run_id INTEGER NOT NULL, search_text TEXT, disable_model_invocation BOOLEAN DEFAULT 0 NOT NULL, ctime_ns BIGINT, host_fields TEXT, signature TEXT, 
 	CONSTRAINT pk_candidate PRIMARY KEY (id), 
 	CONSTRAINT fk_candidate_root_id_root FOREIGN KEY(root_id) REFERENCES root (id) ON DELETE CASCADE, 
 	CONSTRAINT uq_candidate_root_id UNIQUE (root_id, rel_dir)

@@ -14,6 +14,7 @@ from skillindex.config import Environment, Settings, check_index_name, database_
 from skillindex.errors import SkillIndexError
 from skillindex.index.dialect import files_in_play
 from skillindex.index.indexer import Progress
+from skillindex.index.signing import Signature
 from skillindex.model import (
     Approval,
     AuditListing,
@@ -215,6 +216,12 @@ class SkillIndex:
         """Every candidate of the roots that apply here, valid or not, in precedence order;
         with `code`, those with a finding of that code; with `limit`, the first so many."""
         return list(self.iter_candidates(code=code, limit=limit))
+
+    def signatures(self, candidates: Sequence[Candidate]) -> dict[int, Signature | None]:
+        """The `skill.oms.sig` of each of these candidates as verified at index time, by
+        candidate id (None: it holds none, or its root judges no signatures)."""
+        stored = self._store.signatures([c.id for c in candidates])
+        return {c.id: Signature.from_json(stored.get(c.id)) for c in candidates}
 
     def rejections(self, *, code: str | None = None,
                    limit: int | None = None) -> list[Candidate]:

@@ -105,6 +105,13 @@ class RootConfig:
     # An archive entry may unpack to at most this many files and bytes.
     max_archive_files: int = 1000
     max_archive_bytes: int = 50 * MIB
+    # `skill.oms.sig` (OpenSSF model signing): verified when present (record), also required
+    # (require), or not looked at (off); by a public key or a certificate chain; and signers
+    # outside `signers` (when not empty) fail.
+    signatures: str = "record"
+    signature_key: str | None = None
+    signature_certificates: tuple[str, ...] = ()
+    signers: tuple[str, ...] = ()
 
 
 CATALOG_ORDERS = ("precedence", "usage")
@@ -404,6 +411,18 @@ def parse_settings(document: Mapping[str, Any], *, source: str = "<settings>") -
     return settings
 
 
+SIGNATURE_POLICIES = ("off", "record", "require")
+
+
+def _beside(entry: str, source: str) -> str:
+    """A path from the settings made absolute: `~` expanded, relative to the file's folder."""
+    path = Path(entry).expanduser()
+    if not path.is_absolute():
+        folder = Path(source).parent if not source.startswith("<") else Path.cwd()
+        path = folder / path
+    return str(path)
+
+
 def _feed_source(entry: str, source: str) -> str:
     """A feed as the store names it: a URL as given, a path made absolute (relative to the
     settings file's folder, `~` expanded)."""
@@ -415,11 +434,7 @@ def _feed_source(entry: str, source: str) -> str:
     if not entry.strip():
         raise ConfigError("skills.advisories holds an empty entry", source=source,
                           key="advisories")
-    path = Path(entry).expanduser()
-    if not path.is_absolute():
-        folder = Path(source).parent if not source.startswith("<") else Path.cwd()
-        path = folder / path
-    return str(path)
+    return _beside(entry, source)
 
 
 def _refuse_nul(document: Mapping[str, Any], source: str) -> None:
@@ -573,6 +588,25 @@ def _root(entry: Any, number: int, source: str) -> RootConfig:
     for key in ("precedence", "max_depth", "max_archive_files", "max_archive_bytes"):
         if key in entry:
             values[key] = _integer(entry[key], key, source, f"{label}.{key}")
+    if "signatures" in entry:
+        if entry["signatures"] not in SIGNATURE_POLICIES:
+            raise ConfigError(f"{label}.signatures must be one of "
+                              f"{', '.join(SIGNATURE_POLICIES)}", source=source,
+                              key="signatures")
+        values["signatures"] = entry["signatures"]
+    if "signature_key" in entry:
+        if not isinstance(entry["signature_key"], str) or not entry["signature_key"]:
+            raise ConfigError(f"{label}.signature_key must be a path", source=source,
+                              key="signature_key")
+        values["signature_key"] = _beside(entry["signature_key"], source)
+    for key in ("signature_certificates", "signers"):
+        if key in entry:
+            items = entry[key]
+            if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+                raise ConfigError(f"{label}.{key} must be a list of strings", source=source,
+                                  key=key)
+            values[key] = tuple(_beside(i, source) for i in items) \
+                if key == "signature_certificates" else tuple(items)
     for key in ("require_description", "allow_hardlinks", "allow_http"):
         if key in entry:
             if not isinstance(entry[key], bool):

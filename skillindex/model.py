@@ -164,6 +164,21 @@ DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True, slots=True)
+class SigningPolicy:
+    """How a root's `skill.oms.sig` signatures are judged: recorded or required, verified by a
+    public key or a certificate chain, by the signers allowed (any when empty)."""
+
+    require: bool = False
+    key: str | None = None
+    certificates: tuple[str, ...] = ()
+    signers: tuple[str, ...] = ()
+
+    def key_text(self) -> str:
+        return (f"{'require' if self.require else 'record'}:{self.key}:"
+                f"{','.join(self.certificates)}:{','.join(self.signers)}")
+
+
+@dataclass(frozen=True, slots=True)
 class RootSpec:
     """One directory to scan, with everything the policy needs to judge what it holds."""
 
@@ -180,6 +195,8 @@ class RootSpec:
     allow_hardlinks: bool = False  # disclose files with more than one link
     risk_policy: RiskPolicy = RiskPolicy.WARN
     remote: RemoteSource | None = None  # a URL root: `path` is its verified cache
+    signing: SigningPolicy | None = field(default_factory=SigningPolicy)  # None: off
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skillindex import inputs
-from skillindex.config import Environment, Settings
+from skillindex.config import Environment, RootConfig, Settings
 from skillindex.index.policy import reserved_in, unsafe_name
-from skillindex.model import RemoteSource, RootSpec, ScanProblem, Scope, Validation
+from skillindex.model import (
+    RemoteSource,
+    RootSpec,
+    ScanProblem,
+    Scope,
+    SigningPolicy,
+    Validation,
+)
 
 NATIVE, CLAUDE, CLAUDE_PLUGINS, AGENTS, CODEX, CUSTOM = (
     "native", "claude", "claude-plugins", "agents", "codex", "custom")
@@ -270,7 +277,7 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
             require_description=spec.require_description, validation=spec.validation,
             name_prefix=spec.name_prefix, disabled_by=spec.disabled_by,
             allow_hardlinks=spec.allow_hardlinks, risk_policy=spec.risk_policy,
-            remote=spec.remote))
+            remote=spec.remote, signing=spec.signing))
 
     if settings.presets:
         sources = list(_preset_sources(settings, env, problems))
@@ -312,8 +319,16 @@ def plan_roots(settings: Settings, env: Environment) -> RootPlan:
                      validation=root.validation or settings.validation or Validation.LENIENT,
                      allow_hardlinks=settings.allow_hardlinks if root.allow_hardlinks is None
                      else root.allow_hardlinks,
-                     risk_policy=root.risk_policy or settings.risk_policy))
+                     risk_policy=root.risk_policy or settings.risk_policy,
+                     signing=_signing(root)))
     problems.extend(ScanProblem(path, path, "root-missing", "the configured root does not exist")
                     for path in missing_configured(specs))
     return RootPlan(tuple(specs), tuple(problems),
                     (plugin_registry(env),) if settings.presets else ())
+
+
+def _signing(root: RootConfig) -> SigningPolicy | None:
+    if root.signatures == "off":
+        return None
+    return SigningPolicy(require=root.signatures == "require", key=root.signature_key,
+                         certificates=root.signature_certificates, signers=root.signers)

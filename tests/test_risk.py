@@ -27,7 +27,7 @@ def test_benign_look_alikes_are_not_flagged(case: Case) -> None:
 
 
 def test_every_code_has_hostile_cases() -> None:
-    assert {code for c in HOSTILE for code in c.expected} == set(risk.CODES)
+    assert {code for c in HOSTILE for code in c.expected} == set(risk.RULE_CODES)
 
 
 def test_a_finding_names_the_line_and_never_the_secret() -> None:

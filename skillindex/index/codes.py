@@ -159,6 +159,21 @@ CODES: dict[str, Code] = {
         "Claude Code runs every !`command` and every ```! block of SKILL.md while it loads the "
         "skill and puts their output in the text, before the model or the user reads it; "
         "move the command to scripts/ and tell the model when to run it."),
+    # Signatures (skill.oms.sig)
+    "signature-invalid": Code(
+        "The skill's signature does not verify",
+        "skill.oms.sig does not prove these files: a file changed, was added or removed "
+        "after signing, the signer is not the root's verifier or not among its signers, or "
+        "the certificate is expired or untrusted. Sign the skill again, or find out who "
+        "changed it."),
+    "signature-missing": Code(
+        "The skill is unsigned where signatures are required",
+        "The root says signatures = \"require\": add a skill.oms.sig made with the "
+        "`model_signing` tool by a key or certificate the root trusts."),
+    "signature-unverified": Code(
+        "The skill's signature could not be checked",
+        "The root requires signatures but names no verifier (signature_key or "
+        "signature_certificates), or the signing extra is not installed."),
     # A set of skills checked together
     "name-collision": Code(
         "Two skills of the set have one name",

@@ -6,13 +6,14 @@ import json
 import math
 import os
 import re
+from dataclasses import replace
 from typing import Any
 
-from skillindex.index import frontmatter, policy, risk, searchtext
+from skillindex.index import frontmatter, policy, risk, searchtext, signing
 from skillindex.index.barrier import internal_error
 from skillindex.index.scanner import ENTRY, SkillScan
 from skillindex.index.skilldir import unsettled
-from skillindex.model import Finding, RootSpec, Severity, Status
+from skillindex.model import Finding, RootSpec, Severity, SigningPolicy, Status
 
 Row = dict[str, Any]
 ResourceRow = tuple[Any, ...]  # the columns of model.RESOURCE_ROW, in its order
@@ -42,9 +43,32 @@ def judge(scan: SkillScan, spec: RootSpec) -> tuple[Row, list[Row], list[Resourc
     which is rejected with it: one skill never stops a reindex."""
     try:
         verdict, parsed = verdict_of(scan, spec)
-        return _rows(scan, verdict, parsed)
+        if spec.signing is None:
+            return _rows(scan, verdict, parsed)
+        return _signed(scan, spec.signing, verdict, parsed)
     except Exception as exc:  # the barrier: anything no rule foresaw
         return failed(scan, spec, internal_error(exc, "judging the skill"))
+
+
+def _signed(scan: SkillScan, rules: SigningPolicy, verdict: policy.Verdict,
+            parsed: frontmatter.Frontmatter | None) -> tuple[Row, list[Row], list[ResourceRow]]:
+    """The rows of a skill whose root judges signatures: the signature stored with it, and
+    the finding the root's policy makes of it (an error rejects: the skill is quarantined)."""
+    signature = None
+    if any(r.rel_path == signing.SIGNATURE_FILE for r in scan.resources):
+        signature = signing.examine(scan.directory, {r.rel_path: r.sha256
+                                                     for r in scan.resources}, rules)
+    finding = signing.judged(signature, rules)
+    if finding is not None and finding.severity is Severity.ERROR:
+        verdict = replace(verdict, status=Status.REJECTED,
+                          findings=(*verdict.findings, finding))
+    row, findings, resources = _rows(scan, verdict, parsed)
+    if finding is not None and finding.severity is Severity.WARNING:
+        findings.append({"code": finding.code, "severity": finding.severity.value,
+                         "message": storable(finding.message), "path": finding.path,
+                         "line": None})
+    row["signature"] = None if signature is None else storable(signature.to_json())
+    return row, findings, resources
 
 
 def failed(scan: SkillScan, spec: RootSpec,

@@ -74,8 +74,9 @@ def reserved_in(name: str) -> str | None:
 
 def rules_key(root: RootSpec) -> str:
     """What, besides the file, decides a verdict; a stored verdict is reused only if it matches."""
+    signing = "" if root.signing is None else f":{root.signing.key_text()}"
     return (f"{RULES_VERSION}:{RISK_RULES_VERSION}:{root.validation}:"
-            f"{int(root.require_description)}:{root.name_prefix}")
+            f"{int(root.require_description)}:{root.name_prefix}{signing}")
 
 
 def judge(parsed: Frontmatter, *, dir_name: str, root: RootSpec,

@@ -23,8 +23,12 @@ SECRET = "secret"  # noqa: S105 - a finding code, not a password
 BINARY_MASQUERADE = "binary-masquerade"
 EXECUTABLE_OUTSIDE_SCRIPTS = "executable-outside-scripts"
 LOAD_TIME_EXEC = "load-time-exec"
-CODES = (HIDDEN_UNICODE, PROMPT_INJECTION, REMOTE_EXEC, SECRET, BINARY_MASQUERADE,
-         EXECUTABLE_OUTSIDE_SCRIPTS, LOAD_TIME_EXEC)
+# Not a rule of this module: a skill.oms.sig that fails under signatures = "record"
+# (index/signing.py) is a risk finding too.
+SIGNATURE_INVALID = "signature-invalid"
+RULE_CODES = (HIDDEN_UNICODE, PROMPT_INJECTION, REMOTE_EXEC, SECRET, BINARY_MASQUERADE,
+              EXECUTABLE_OUTSIDE_SCRIPTS, LOAD_TIME_EXEC)  # the rules of this module
+CODES = (*RULE_CODES, SIGNATURE_INVALID)
 
 # The one file a host preprocesses before the model reads it.
 ENTRY = "SKILL.md"

@@ -133,6 +133,10 @@ class Library:
         return advisories.Feed.of(advisory for stored in found
                                   for advisory in advisories.loads(stored.advisories))
 
+    def signatures(self, candidate_ids: Sequence[int]) -> dict[int, str | None]:
+        with self.session() as session:
+            return queries.signatures(session, candidate_ids)
+
     def skill_facts(self, candidate_ids: Sequence[int],
                     ) -> dict[int, tuple[str | None, str | None]]:
         with self.session() as session:

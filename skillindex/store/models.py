@@ -169,6 +169,9 @@ class Candidate(Base):
                                                            server_default=false())
     # Other hosts' fields (index/dialect.py), as JSON; NULL when the skill uses none.
     host_fields: Mapped[str | None] = mapped_column(Text)
+    # The skill's skill.oms.sig as verified at index time (index/signing.py), as JSON: status,
+    # signer, the signature's sha256, the reason it failed; NULL when it holds none.
+    signature: Mapped[str | None] = mapped_column(Text)
 
 
 class Finding(Base):

@@ -529,3 +529,15 @@ def session_levels(session: Session, index_name: str, *, session_id: str | None 
     """Bytes per disclosure level for each session, sessions in order of their first event."""
     query, params = _audit(sql.AUDIT_LEVELS, index_name, session_id, skill, outcome, since)
     return [levels_of(row) for row in session.execute(query, params)]
+
+
+def signatures(session: Session, candidate_ids: Sequence[int]) -> dict[int, str | None]:
+    """The stored signature (JSON text, index/signing.py) of these candidates."""
+    found: dict[int, str | None] = {}
+    ids = list(candidate_ids)
+    for start in range(0, len(ids), 500):
+        for cid, stored in session.execute(
+                select(Candidate.id, Candidate.signature)
+                .where(Candidate.id.in_(ids[start:start + 500]))):
+            found[int(cid)] = stored
+    return found

@@ -36,7 +36,7 @@ CANDIDATE_COLUMNS = (
     "rel_dir", "dir_name", "dir_path", "skill_path", "real_path", "name", "description",
     "status", "enabled", "frontmatter", "tree_key", "size", "mtime_ns", "inode", "device",
     "xxh3", "sha256", "search_text", "disable_model_invocation", "ctime_ns",
-    "host_fields")
+    "host_fields", "signature")
 FINDING_COLUMNS = ("code", "severity", "message", "path", "line")
 RESOURCE_COLUMNS = RESOURCE_ROW  # as the judge makes them
 BATCH = 2_000
