@@ -71,6 +71,13 @@ def read_bytes(path: Path, *, max_bytes: int, what: str) -> bytes:
     except FileNotFoundError:
         raise
     except OSError as exc:
+        try:  # a socket cannot be opened at all: say what it is rather than the errno
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise InputError(f"the {what} is not a regular file ({_kind(mode)}); not read",
+                             code="not-regular", source=str(path)) from exc
         raise InputError(f"cannot read the {what}: {exc.strerror}", code="unreadable",
                          source=str(path)) from exc
     try:

@@ -6,6 +6,7 @@ import fnmatch
 import json
 import math
 import os
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -77,6 +78,21 @@ def test_a_device_as_settings_is_refused() -> None:
 
 def test_a_folder_as_settings_is_refused(config: Path) -> None:
     assert "a folder" in one_settings_error(run_list(config.parent))
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("socket", "a socket"), ("link-to-a-device", "a character device"),
+    ("dangling-link", "settings file not found")])
+def test_other_special_settings_files_are_settings_errors(config: Path, kind: str,
+                                                          said: str) -> None:
+    path = config.with_name("special")
+    if kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+    else:
+        path.symlink_to("/dev/zero" if kind == "link-to-a-device" else "nowhere")
+    assert said in one_settings_error(run_list(path))
 
 
 def test_settings_larger_than_the_bound_are_refused(config: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -272,3 +273,35 @@ def _toml_answer(key: str, text: str) -> None:
         written = path.read_text(encoding="utf-8")
         assert written.startswith(text)
         assert hosts.state(host, path, SERVER).status is hosts.Status.CONFIGURED
+
+
+def special(kind: str, path: Path) -> None:
+    """Put a file of `kind` at `path`: what a repository or a mistake can leave there."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "link-to-a-device":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling-link":
+        path.symlink_to(path.with_name("nowhere"))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "folder", "link-to-a-device",
+                                  "dangling-link"])
+@pytest.mark.parametrize("key", HOSTS)
+def test_a_special_file_is_an_answer_on_every_hosts_command(project: Path, key: str,
+                                                            kind: str) -> None:
+    path = host_file(key, project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    special(kind, path)
+    state = json.loads(in_a_thread(path, "--json", "hosts", key).stdout)
+    assert state["status"] == ("no file" if kind == "dangling-link" else "unreadable"), state
+    assert in_a_thread(path, "hosts").exit_code == 0
+    written = in_a_thread(path, "hosts", key, "--write")
+    assert written.exit_code == 4, written.output
+    assert len(written.stderr.splitlines()) == 1
