@@ -293,3 +293,35 @@ def test_a_limited_peer_gets_a_json_rpc_429(team: Team) -> None:
             assert limited.json()["error"]["data"]["limit"] == "peer_requests_per_second"
 
     anyio.run(test)
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"NOT HTTP AT ALL\r\n\r\n", b"GET /mcp HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n"],
+    ids=["garbage", "bad-header"])
+def test_what_is_not_http_is_a_json_rpc_400(team: Team, request_bytes: bytes,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    team.token("alice")
+    answers: list[bytes] = []
+
+    async def test() -> None:
+        async with team.serving(tokens=team.token_file) as listen:
+            for _ in range(5):
+                async with await anyio.connect_tcp("127.0.0.1", listen.port) as stream:
+                    await stream.send(request_bytes)
+                    received = b""
+                    try:
+                        while chunk := await stream.receive():
+                            received += chunk
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        pass
+                    answers.append(received)
+
+    run(test)
+    for answer in answers:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert json.loads(body)["error"]["code"] == -32000
+    # Any client can send these at will: the log says so once, not once each.
+    noted = [r for r in caplog.records if "not HTTP" in r.getMessage()
+             or "Invalid HTTP" in r.getMessage()]
+    assert len(noted) == 1

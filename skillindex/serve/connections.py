@@ -134,6 +134,7 @@ def protocol(connections: Connections) -> type[H11Protocol]:
             self.phase: str | None = None
             self.timer: asyncio.TimerHandle | None = None
             inner, connection = self.app, secrets.token_hex(6)
+            self.logger = _Quiet(self.logger, connections.notices)  # type: ignore[assignment]
 
             async def app(scope: Scope, receive: Receive, send: Send) -> None:
                 scope[CONNECTION] = connection
@@ -158,6 +159,12 @@ def protocol(connections: Connections) -> type[H11Protocol]:
                 connections.release(self.peer)
             self._arm(None)
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            # A request h11 cannot parse (or headers over its bound): a JSON-RPC error too.
+            if not self.transport.is_closing():
+                self.transport.write(refusal(400, "Bad Request", msg))
+                self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -211,6 +218,24 @@ def protocol(connections: Connections) -> type[H11Protocol]:
             self.transport.close()
 
     return Bounded
+
+
+class _Quiet:
+    """uvicorn's logger, but a line for each request it cannot parse (which any client can
+    send at will) becomes a notice, once a minute."""
+
+    def __init__(self, logger: logging.Logger, notices: Notices) -> None:
+        self._logger = logger
+        self._notices = notices
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        if msg == "Invalid HTTP request received.":
+            self._notices.note("invalid", "answered requests that are not HTTP with 400")
+        else:
+            self._logger.warning(msg, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
 
 
 class Listener(socket.socket):
