@@ -295,3 +295,48 @@ def test_the_verifier_imports_from_a_clean_interpreter() -> None:
                           capture_output=True, text=True, check=False, timeout=120)
 
     assert done.returncode == 0, done.stderr
+
+
+def test_a_lock_pins_the_signer_and_verify_names_a_change(world: World,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from skillindex.query import lockfile
+
+    first, first_public = keypair(world.tmp, "first")
+    second, second_public = keypair(world.tmp, "second")
+    skill = world.skill()
+    sign_with_key(skill, first)
+    config = world.tmp / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{world.root}"\n'
+                      f'signature_key = "{first_public}"\n')
+    for name, value in {"SKILLINDEX_CONFIG": config, "HOME": world.tmp / "home",
+                        "SKILLINDEX_DB": world.db_url}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.chdir(world.tmp)
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+        return result.exit_code, result.output
+
+    assert run("reindex")[0] == 0
+    assert run("lock")[0] == 0
+    [entry] = lockfile.read(world.tmp / "skills-lock.json").values()
+    assert entry.signer is not None and entry.signer.startswith("key:sha256:")
+    assert run("verify", "--lock", "skills-lock.json")[0] == 0
+
+    sign_with_key(skill, second)  # the same files, signed again by another key
+    config.write_text(config.read_text().replace(str(first_public), str(second_public)))
+    assert run("reindex")[0] == 0
+    code, output = run("verify", "--lock", "skills-lock.json")
+
+    assert code == 1
+    [line] = [line for line in output.splitlines() if line.startswith("pdf: ")]
+    assert line.startswith(f"pdf: signer changed from {entry.signer} to key:sha256:")
+
+    (skill / SIGNATURE_FILE).unlink()
+    assert run("reindex")[0] == 0
+    code, output = run("verify", "--lock", "skills-lock.json")
+    assert code == 1
+    assert f"pdf: signed by {entry.signer} when locked, unsigned now" in output

@@ -155,7 +155,8 @@ def verify(ctx: click.Context, lock_path: str | None, jobs: int | None,
                    for item in locked])
             for item in locked:
                 if item.reason is not None:
-                    echo(f"{item.skill}: not hashed: {item.reason}")
+                    echo(f"{item.skill}: not hashed: {item.reason}" if item.problem == "unhashed"
+                         else f"{item.skill}: {item.reason}")
             echo(f"{count(len(locked), 'skill')} differ from {lock_path}; `skillindex lock "
                  f"--output {shlex.quote(str(lock_path))}` records them as they are now")
         else:

@@ -19,6 +19,8 @@ from skillindex.text import is_text, shown_name
 
 VERSION = 1
 FILE_NAME = "skills-lock.json"
+# A lock entry's signer when the skill holds no signature, or one that did not verify.
+UNSIGNED, UNVERIFIED = "unsigned", "unverified"
 # Folders the `skills` CLI leaves out of a skill's hash, at any depth.
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
@@ -131,10 +133,14 @@ class LockEntry:
     source: str
     source_type: str
     computed_hash: str
+    # Who signed it (index/signing.py's signer), `unsigned`, or `unverified`; None in a lock
+    # written before signers were pinned (then nothing is compared).
+    signer: str | None = None
 
     def as_json(self) -> dict[str, str]:
-        return {"source": self.source, "sourceType": self.source_type,
-                "computedHash": self.computed_hash}
+        found = {"source": self.source, "sourceType": self.source_type,
+                 "computedHash": self.computed_hash}
+        return found if self.signer is None else found | {"signer": self.signer}
 
 
 def folder_files(skill_dir: Path, *, max_bytes: int) -> list[tuple[str, bytes]]:
@@ -220,7 +226,10 @@ def chunks(entries: Mapping[str, LockEntry], *, per_chunk: int = 1_000) -> Itera
             parts.append(f"    {quoted(name)}: {{\n"
                          f"      \"source\": {quoted(entry.source)},\n"
                          f"      \"sourceType\": {quoted(entry.source_type)},\n"
-                         f"      \"computedHash\": {quoted(entry.computed_hash)}\n    }}")
+                         f"      \"computedHash\": {quoted(entry.computed_hash)}"
+                         + ("" if entry.signer is None
+                            else f",\n      \"signer\": {quoted(entry.signer)}")
+                         + "\n    }")
         yield (",\n" if start else "") + ",\n".join(parts)
     yield "\n  }\n}\n"
 
@@ -252,7 +261,9 @@ def _entry_of(decoded: dict[str, Any]) -> Any:
     digest = decoded.get("computedHash")
     if not isinstance(digest, str):
         return decoded
-    return LockEntry(str(decoded.get("source", "")), str(decoded.get("sourceType", "")), digest)
+    signer = decoded.get("signer")
+    return LockEntry(str(decoded.get("source", "")), str(decoded.get("sourceType", "")), digest,
+                     signer if isinstance(signer, str) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,11 +271,11 @@ class LockDrift:
     """One difference between a lock file and the skills the index serves."""
 
     skill: str
-    problem: str  # added | removed | changed | unhashed
+    problem: str  # added | removed | changed | unhashed | signer
     locked: str | None
     current: str | None
 
-    reason: str | None = None  # why an `unhashed` skill could not be hashed
+    reason: str | None = None  # why an `unhashed` skill could not be hashed; a signer change
 
     def as_dict(self) -> dict[str, object]:
         return {"skill": self.skill, "problem": self.problem, "locked": self.locked,
@@ -289,24 +300,37 @@ def compare(locked: Mapping[str, LockEntry],
                                    None, entry.reason))
         elif old is None:
             drift.append(LockDrift(name, "added", None, entry.computed_hash))
-        elif old.computed_hash != entry.computed_hash:
-            drift.append(LockDrift(name, "changed", old.computed_hash, entry.computed_hash))
+        else:
+            if old.computed_hash != entry.computed_hash:
+                drift.append(LockDrift(name, "changed", old.computed_hash, entry.computed_hash))
+            if old.signer is not None and entry.signer != old.signer:
+                drift.append(LockDrift(name, "signer", old.signer, entry.signer,
+                                       _signer_change(old.signer, entry.signer)))
     drift += [LockDrift(name, "removed", locked[name].computed_hash, None)
               for name in locked if name not in seen]
     return sorted(drift, key=lambda item: (item.skill, item.problem))
 
 
+def _signer_change(locked: str, current: str | None) -> str:
+    if current in (UNSIGNED, None):
+        return f"signed by {locked} when locked, unsigned now"
+    if current == UNVERIFIED:
+        return f"signed by {locked} when locked; its signature does not verify now"
+    return f"signer changed from {locked} to {current}"
+
+
 def entry_for(skill_dir: Path, *, cwd: Path, previous: LockEntry | None,
-              max_bytes: int) -> LockEntry:
-    """A skill's lock entry now: its folder hashed; where it came from kept from the old lock."""
+              max_bytes: int, signer: str | None = None) -> LockEntry:
+    """A skill's lock entry now: its folder hashed, its signer; where it came from kept from
+    the old lock."""
     digest = computed_hash(folder_files(skill_dir, max_bytes=max_bytes))
     if previous is not None:
-        return LockEntry(previous.source, previous.source_type, digest)
+        return LockEntry(previous.source, previous.source_type, digest, signer)
     try:
         source = skill_dir.relative_to(cwd).as_posix()
     except ValueError:
         source = str(skill_dir)
-    return LockEntry(source, "local", digest)
+    return LockEntry(source, "local", digest, signer)
 
 
 def read(path: Path) -> dict[str, LockEntry]:
