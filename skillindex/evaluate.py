@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from skillindex import inputs
 from skillindex.api import SkillIndex
 from skillindex.config import Environment, RootConfig, Settings
 from skillindex.errors import ConfigError, IndexMissingError, SkillIndexError
@@ -264,9 +265,8 @@ def _rank(index: SkillIndex, query: EvalQuery, location: str, *, ranking: str,
 
 
 def _head(entry: Path) -> bytes | None:
-    try:
-        with open(entry, "rb") as file:
-            return file.read(64 << 10)  # the frontmatter's bound
-    except OSError:
+    try:  # the frontmatter's bound; a FIFO named SKILL.md is refused, not waited on
+        return inputs.read_bytes(entry, max_bytes=64 << 10, what="SKILL.md", head=True)
+    except (OSError, inputs.InputError):
         return None
 

@@ -62,10 +62,11 @@ class Document:
     bom: bool = False
 
 
-def read_bytes(path: Path, *, max_bytes: int, what: str) -> bytes:
-    """The bytes of a regular file of at most `max_bytes`. The file is opened without blocking
-    and judged by the descriptor's fstat, so a FIFO, a device (/dev/zero), a socket or a folder
-    is refused and never waited on or read; FileNotFoundError is left to the caller."""
+def read_bytes(path: Path, *, max_bytes: int, what: str, head: bool = False) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (with `head`, its first `max_bytes`
+    whatever its size). The file is opened without blocking and judged by the descriptor's
+    fstat, so a FIFO, a device (/dev/zero), a socket or a folder is refused and never waited
+    on or read; FileNotFoundError is left to the caller."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -85,10 +86,10 @@ def read_bytes(path: Path, *, max_bytes: int, what: str) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"the {what} is not a regular file ({_kind(info.st_mode)}); "
                              "not read", code="not-regular", source=str(path))
-        if info.st_size > max_bytes:
+        if info.st_size > max_bytes and not head:
             raise _too_large(path, what, max_bytes)
         with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(max_bytes + 1)
+            data = handle.read(max_bytes if head else max_bytes + 1)
     except OSError as exc:
         raise InputError(f"cannot read the {what}: {exc.strerror}", code="unreadable",
                          source=str(path)) from exc

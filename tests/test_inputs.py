@@ -236,3 +236,16 @@ def test_any_document_as_settings_is_settings_or_a_settings_error(
     lines = [f"{key} = {toml_of(value)}" for key, value in document.items()]
     lines.append("[skills]\nignored_skills = " + "[" * levels + '"x"' + "]" * levels)
     settings_verdict("\n".join(lines) + "\n")
+
+
+def test_the_head_of_a_file_is_read_within_the_bound_and_a_fifo_is_refused(
+        tmp_path: Path) -> None:
+    big = tmp_path / "SKILL.md"
+    big.write_bytes(b"x" * 100_000)
+    assert inputs.read_bytes(big, max_bytes=10, what="SKILL.md", head=True) == b"x" * 10
+    with pytest.raises(InputError, match="larger than 10 bytes"):
+        inputs.read_bytes(big, max_bytes=10, what="SKILL.md")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="a FIFO"):
+        inputs.read_bytes(fifo, max_bytes=10, what="SKILL.md", head=True)
