@@ -466,11 +466,13 @@ def main() -> None:
                         help="only the `reindex` processes, of each such install (an "
                         "interpreter whose environment has skillindex installed), in turn "
                         "(repeatable)")
-    parser.add_argument("--http-load", type=int, metavar="CLIENTS", default=0,
-                        help="also load `serve --http` with this many authenticated clients "
-                        "reading skill bodies (scripts/bench_http.py), on SQLite and PostgreSQL")
-    parser.add_argument("--http-seconds", type=float, default=10.0,
-                        help="how long the HTTP load runs on each backend")
+    parser.add_argument("--http-load", type=int, nargs="*", metavar="CLIENTS",
+                        help="only the load on `serve --http` (scripts/bench_http.py): this "
+                        "many clients (default 20 then 5) reading skill files from a bare MCP "
+                        "SDK server, then skillindex on SQLite and on PostgreSQL with 1 and 2 "
+                        "replicas, as ratios to the bare server")
+    parser.add_argument("--http-seconds", type=float, default=12.0,
+                        help="how long each HTTP load runs")
     parser.add_argument("--registry-scale", type=Path, metavar="DIR",
                         help="only the freshness and output figures at registry size "
                         "(scripts/registrybench.py): DIR is the registry extracted, one folder "
@@ -487,6 +489,19 @@ def main() -> None:
             result = registrybench.run(args.registry_scale, work, size, args.repeat)
             print(json.dumps(result) if args.json else registrybench.table(size, result),
                   flush=True)
+        return
+    if args.http_load is not None:
+        from scripts import bench_http
+
+        work = Path(tempfile.mkdtemp(prefix="skillindex-http-", dir=args.work))
+        try:
+            print("loading serve --http beside a bare MCP SDK server ...", file=sys.stderr,
+                  flush=True)
+            loaded = bench_http.bench_http(work, clients=args.http_load or bench_http.CLIENTS,
+                                           seconds=args.http_seconds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(loaded, indent=2) if args.json else bench_http.table(loaded))
         return
     if args.install:
         pythons = dict(item.split("=", 1) for item in args.install)
@@ -527,16 +542,6 @@ def main() -> None:
         from scripts import freshbench, searchbench
         from scripts.relevance import STAND_INS
 
-        http_load: dict[str, Any] | None = None
-        http_runs: list[dict[str, Any]] = []
-        if args.http_load and MCP_OPTIONS["enabled"]:
-            from scripts.bench_http import bench_http
-            from scripts.bench_http import ratios as http_ratios
-
-            print(f"loading serve --http with {args.http_load} clients ...", file=sys.stderr,
-                  flush=True)
-            http_runs = bench_http(work, clients=args.http_load, seconds=args.http_seconds)
-            http_load = {"runs": http_runs, "ratios": http_ratios(http_runs)}
         relevance = None
         if not args.no_relevance and args.corpus.is_dir():
             print(f"relevance on {args.corpus} ...", file=sys.stderr, flush=True)
@@ -556,8 +561,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps({"sizes": [{**r, "ratios": ratios(r)} for r in results],
-                          "relevance": relevance, "usage": usage, "report": report,
-                          "http_load": http_load}, indent=2))
+                          "relevance": relevance, "usage": usage, "report": report},
+                         indent=2))
     else:
         if results:
             print(table(results))
@@ -571,11 +576,6 @@ def main() -> None:
         if usage is not None or report is not None:
             print()
             print(usagebench.table(usage, report))
-        if http_load is not None:
-            from scripts.bench_http import table as http_table
-
-            print()
-            print(http_table(http_runs))
 
 
 if __name__ == "__main__":
