@@ -30,6 +30,7 @@ from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
 from skillindex.store.engine import read_only
 from skillindex.store.fts import Ranked
+from skillindex.store.groupcommit import GroupCommit
 from skillindex.store.units import READ
 
 if TYPE_CHECKING:  # typing only: the sessions are the store's, opened here
@@ -44,6 +45,7 @@ class Library:
         self.engine = engine
         self.index_name = index_name
         self.audit_lock_timeout = audit_lock_timeout
+        self._appends = GroupCommit(self._append_all)
 
     @property
     def writable(self) -> bool:
@@ -153,14 +155,18 @@ class Library:
     # audit.Appender
 
     def append(self, record: AuditRecord) -> None:
-        """One audit row in a transaction of its own (a reindex never holds it up long): on
+        """One audit row, committed before this returns (a reindex never holds it up long): on
         SQLite the write lock from BEGIN on, so reading the chain's head and appending after it
         cannot interleave with another process's append; on PostgreSQL waiting at most
-        `audit_lock_timeout` seconds for the chain's lock. A database that will not take the row
+        `audit_lock_timeout` seconds for the chain's lock. The rows of threads appending at
+        once share a transaction (store/groupcommit.py). A database that will not take the row
         (read-only, full, gone) raises AuditUnwritableError: the disclosure is refused."""
+        self._appends.append(record)
+
+    def _append_all(self, records: Sequence[AuditRecord]) -> None:
         with units.audit_transaction(self.engine) as session:
-            audit.append(session, self.index_name, record,
-                         lock_timeout=self.audit_lock_timeout)
+            audit.append_all(session, self.index_name, records,
+                             lock_timeout=self.audit_lock_timeout)
 
     # read.Published
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,13 +29,26 @@ from skillindex.store.chain import (
 )
 from skillindex.store.models import Base
 
-__all__ = ["GENESIS", "LIMITS", "TEXT_FIELDS", "append", "bounded", "check_chain", "row_hash",
-           "time_text", "verify"]
+__all__ = [
+    "GENESIS",
+    "LIMITS",
+    "TEXT_FIELDS",
+    "append",
+    "append_all",
+    "bounded",
+    "check_chain",
+    "row_hash",
+    "time_text",
+    "verify",
+]
 
 LOAD_EVENT = Base.metadata.tables["load_event"]
 _HEAD = text(sql.AUDIT_HEAD)
 _APPEND = text(sql.AUDIT_APPEND)
 _APPEND_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED)
+# Many rows in one executemany: their ids are not needed.
+_APPEND_MANY = text(sql.AUDIT_APPEND.removesuffix(" RETURNING id"))
+_APPEND_MANY_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED.removesuffix(" RETURNING id"))
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
 
@@ -56,10 +70,7 @@ def append(session: Session, index_name: str, record: model.AuditRecord, *,
         head = session.execute(_HEAD, {"index_name": index_name}).first()
         return int(session.execute(_APPEND, linked(fields, head, datetime.now(UTC)))
                    .scalar_one())
-    # 0 would mean no bound at all to PostgreSQL: the shortest wait it knows instead.
-    milliseconds = max(1, round(lock_timeout * 1000))
-    session.execute(text("SELECT set_config('lock_timeout', :wait, true)"),
-                    {"wait": f"{milliseconds}ms"})
+    _lock_timeout(session, lock_timeout)
     # A role other than the server's may not insert the principal column at all, not even
     # NULL: an event nobody authenticated leaves it out.
     statement = _APPEND if record.principal is not None else _APPEND_UNATTRIBUTED
@@ -69,6 +80,56 @@ def append(session: Session, index_name: str, record: model.AuditRecord, *,
         if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
             raise AuditBusyError(index_name, lock_timeout) from exc
         raise
+
+
+def append_all(session: Session, index_name: str, records: Sequence[model.AuditRecord], *,
+               lock_timeout: float) -> None:
+    """`append` of several events in order, in the caller's one transaction: on SQLite the
+    head is read once and each row chained to the one before it in memory, every time at
+    least its predecessor's; on PostgreSQL the trigger chains each row under the lock the
+    first one took."""
+    if len(records) == 1:
+        append(session, index_name, records[0], lock_timeout=lock_timeout)
+        return
+    if session.get_bind().dialect.name != "postgresql":
+        head: Sequence[Any] | None = session.execute(_HEAD, {"index_name": index_name}).first()
+        rows = []
+        for record in records:
+            row = linked(fields_of(index_name, record), head, datetime.now(UTC))
+            rows.append(row)
+            head = (row["row_hash"], row["time"])
+        session.execute(_APPEND_MANY, rows)
+        return
+    _lock_timeout(session, lock_timeout)
+    try:
+        for attributed, run in attributed_runs(records):
+            session.execute(_APPEND_MANY if attributed else _APPEND_MANY_UNATTRIBUTED,
+                            [unchained(fields_of(index_name, record)) for record in run])
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+            raise AuditBusyError(index_name, lock_timeout) from exc
+        raise
+
+
+def attributed_runs(records: Sequence[model.AuditRecord],
+                    ) -> list[tuple[bool, list[model.AuditRecord]]]:
+    """The records in order, in runs that all have a principal or all have none (the two
+    insert statements of PostgreSQL, see `append`)."""
+    runs: list[tuple[bool, list[model.AuditRecord]]] = []
+    for record in records:
+        attributed = record.principal is not None
+        if runs and runs[-1][0] == attributed:
+            runs[-1][1].append(record)
+        else:
+            runs.append((attributed, [record]))
+    return runs
+
+
+def _lock_timeout(session: Session, lock_timeout: float) -> None:
+    # 0 would mean no bound at all to PostgreSQL: the shortest wait it knows instead.
+    milliseconds = max(1, round(lock_timeout * 1000))
+    session.execute(text("SELECT set_config('lock_timeout', :wait, true)"),
+                    {"wait": f"{milliseconds}ms"})
 
 
 def _chain_query(sqlite: bool) -> Select[Any]:
