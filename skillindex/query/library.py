@@ -28,7 +28,7 @@ from skillindex.query.resolve import Winner
 from skillindex.store import audit, feeds, queries, resolved, served, units
 from skillindex.store import search as store_search
 from skillindex.store import usage as store_usage
-from skillindex.store.engine import read_only
+from skillindex.store.engine import read_only, sqlite_path
 from skillindex.store.fts import Ranked
 from skillindex.store.groupcommit import GroupCommit
 from skillindex.store.units import READ
@@ -46,6 +46,8 @@ class Library:
         self.index_name = index_name
         self.audit_lock_timeout = audit_lock_timeout
         self._appends = GroupCommit(self._append_all)
+        # A SQLite file's audit rows go through its driver connection (store/audit.py).
+        self._sqlite_file = sqlite_path(str(engine.url)) is not None
 
     @property
     def writable(self) -> bool:
@@ -164,6 +166,10 @@ class Library:
         self._appends.append(record)
 
     def _append_all(self, records: Sequence[AuditRecord]) -> None:
+        if self._sqlite_file:
+            with units.audit_sqlite(self.engine) as connection:
+                audit.append_sqlite(connection, self.index_name, records)
+            return
         with units.audit_transaction(self.engine) as session:
             audit.append_all(session, self.index_name, records,
                              lock_timeout=self.audit_lock_timeout)
@@ -172,9 +178,9 @@ class Library:
 
     def published_file(self, here: Here, resolution: str, name: str,
                        rel_path: str) -> tuple[Candidate, ManifestFile | None] | None:
-        with self.session() as session:
-            return served.winner_file(session.connection(), here.index_name, resolution, name,
-                                      rel_path)
+        # A connection, not a session: this is every served read's one lookup.
+        with units.failing_as(self.engine, READ), self.engine.connect() as connection:
+            return served.winner_file(connection, here.index_name, resolution, name, rel_path)
 
     # quick.Cache
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +37,7 @@ __all__ = [
     "TEXT_FIELDS",
     "append",
     "append_all",
+    "append_sqlite",
     "bounded",
     "check_chain",
     "row_hash",
@@ -47,7 +50,8 @@ _HEAD = text(sql.AUDIT_HEAD)
 _APPEND = text(sql.AUDIT_APPEND)
 _APPEND_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED)
 # Many rows in one executemany: their ids are not needed.
-_APPEND_MANY = text(sql.AUDIT_APPEND.removesuffix(" RETURNING id"))
+_APPEND_MANY_TEXT = sql.AUDIT_APPEND.removesuffix(" RETURNING id")
+_APPEND_MANY = text(_APPEND_MANY_TEXT)
 _APPEND_MANY_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED.removesuffix(" RETURNING id"))
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
@@ -123,6 +127,28 @@ def attributed_runs(records: Sequence[model.AuditRecord],
         else:
             runs.append((attributed, [record]))
     return runs
+
+
+def append_sqlite(connection: sqlite3.Connection, index_name: str,
+                  records: Sequence[model.AuditRecord]) -> None:
+    """`append_all` on a SQLite file's own driver connection (in autocommit, as the store
+    opens it), without SQLAlchemy's statement machinery: its write lock from BEGIN on, the
+    head read once, every row chained in memory, one commit. A refusal is sqlite3's error,
+    with nothing written."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        head = connection.execute(sql.AUDIT_HEAD, {"index_name": index_name}).fetchone()
+        rows = []
+        for record in records:
+            row = linked(fields_of(index_name, record), head, datetime.now(UTC))
+            rows.append(row)
+            head = (row["row_hash"], row["time"])
+        connection.executemany(_APPEND_MANY_TEXT, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+        raise
 
 
 def _lock_timeout(session: Session, lock_timeout: float) -> None:

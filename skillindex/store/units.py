@@ -3,6 +3,7 @@ database error reaches the caller as one StoreError line, never as SQLAlchemy's.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -57,6 +58,26 @@ def audit_transaction(engine: Engine) -> Iterator[Session]:
             yield opened
     except SQLAlchemyError as exc:
         raise audit_error(exc, url=engine.url, why=read_only(engine)) from exc
+
+
+@contextmanager
+def audit_sqlite(engine: Engine) -> Iterator[sqlite3.Connection]:
+    """A SQLite file's driver connection from the engine's pool, for the audit's own
+    transaction (store/audit.py `append_sqlite`): an error of the database is
+    AuditUnwritableError, as in `audit_transaction`."""
+    try:
+        pooled = engine.raw_connection()
+    except SQLAlchemyError as exc:
+        raise audit_error(exc, url=engine.url, why=read_only(engine)) from exc
+    try:
+        connection = pooled.driver_connection
+        if not isinstance(connection, sqlite3.Connection):
+            raise TypeError(f"not a SQLite connection: {connection!r}")
+        yield connection
+    except sqlite3.Error as exc:
+        raise audit_error(exc, url=engine.url, why=read_only(engine)) from exc
+    finally:
+        pooled.close()
 
 
 @contextmanager
