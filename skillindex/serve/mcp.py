@@ -60,6 +60,9 @@ SEARCH_TOOL = "the search_skills tool"
 # Each part of an audit session (`mcp:<client>/<connection>`) is at most this many characters,
 # so the whole stays within the audit's bound on a session and is never cut there.
 SESSION_PART = 64
+# Reads verified and audited at once, each in a worker thread: on a few cores more threads only
+# contend for the interpreter's lock and the database's connections; the rest queue.
+READERS = 8
 
 class SkillMatch(TypedDict):
     """One result of search_skills."""
@@ -97,6 +100,7 @@ class Skills:
         self.token = secrets.token_hex(4)
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[Any] = []
+        self.readers = anyio.CapacityLimiter(READERS)
         self.on_change: list[Callable[[], None]] = []
         # Told of each read asked (skill, level, bytes, outcome, principal): telemetry's hook.
         # (the request's ASGI scope, skill, level, bytes, outcome, principal)
@@ -508,7 +512,8 @@ class SkillServer(MCPServer[dict[str, Any]]):
         ctx = _request_context(context)
         content, kind = await anyio.to_thread.run_sync(partial(
             self.state.read, str(uri), session=self.state.session_label(ctx),
-            principal=principal_of(ctx), reason="resources/read", scope=request_scope(ctx)))
+            principal=principal_of(ctx), reason="resources/read", scope=request_scope(ctx)),
+            limiter=self.state.readers)
         return [ReadResourceContents(content=content, mime_type=kind)]
 
     def _add_tools(self) -> None:

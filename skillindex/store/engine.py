@@ -29,6 +29,10 @@ _DRIVER_WARNINGS = logging.NullHandler()
 # transaction take the write lock at BEGIN, so a read-then-write transaction cannot lose a race
 # to another writer half way (SQLite would fail it at once instead of waiting). Ignored elsewhere.
 IMMEDIATE = {"sqlite_begin": "IMMEDIATE"}
+# Connections a pool keeps open between uses: what a server's readers (serve/mcp.py READERS),
+# its audit writer and its poll hold at once, so that none is opened and closed per request
+# (a PostgreSQL connection is a server process). A one-shot command opens only what it uses.
+POOL_SIZE = 12
 
 
 @dataclass(slots=True)
@@ -86,7 +90,7 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         # hide_parameters: not even a logged or re-raised error carries what a skill file said.
         if path is not None:
             access = _Access()
-            engine = create_engine(parsed, hide_parameters=True,
+            engine = create_engine(parsed, hide_parameters=True, pool_size=POOL_SIZE,
                                    creator=_file_connector(str(path), access))
             _ACCESS[engine] = access
             _configure_sqlite(engine, pragmas=False)
@@ -102,6 +106,7 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
             logging.getLogger("psycopg").addHandler(_DRIVER_WARNINGS)
             # The application name tells a DBA which sessions (and advisory locks) are ours.
             engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True,
+                                   pool_size=POOL_SIZE,
                                    connect_args={"application_name": "skillindex"})
         else:
             engine = create_engine(parsed, pool_pre_ping=True, hide_parameters=True)
