@@ -165,6 +165,66 @@ def audit_rows(db: str) -> int:
         engine.dispose()
 
 
+def audit_transactions(db: str, after_id: int) -> int | None:
+    """How many transactions wrote the audit rows after `after_id` on PostgreSQL (the rows of
+    one transaction share its `xmin`); None elsewhere."""
+    if not db.startswith("postgres"):
+        return None
+    from sqlalchemy import text
+
+    from skillindex.store.engine import make_engine
+
+    engine = make_engine(db, create=False)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text(
+                "SELECT count(DISTINCT xmin::text) FROM load_event WHERE id > :after"),
+                {"after": after_id}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def last_id(db: str) -> int:
+    from sqlalchemy import text
+
+    from skillindex.store.engine import make_engine
+
+    engine = make_engine(_url(db), create=False)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text("SELECT coalesce(max(id), 0) FROM load_event"))
+                       .scalar_one())
+    finally:
+        engine.dispose()
+
+
+def chain_limit(setup: Setup, sizes: Sequence[int] = (1, 8, 64),
+                seconds: float = 3.0) -> dict[str, dict[str, float]]:
+    """How long one audit transaction of N rows holds the chain's lock, appended back to back
+    from one thread (nothing else waiting): the chain's ceiling is N rows per that time,
+    however many replicas append."""
+    from skillindex import SkillIndex
+    from skillindex.model import AuditRecord
+
+    record = AuditRecord(event="resource.read", level=3, outcome="ok", skill="bench",
+                         resource="SKILL.md", session="mcp:bench/chain", reason="chain",
+                         principal="bench", bytes=1000, digest="0" * 64)
+    found: dict[str, dict[str, float]] = {}
+    with SkillIndex.open(setup.config, db=setup.db, cwd=setup.base) as index:
+        write = index._store._append_all
+        for size in sizes:
+            batch = [record] * size
+            write(batch)
+            done, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                write(batch)
+                done += 1
+            each = (time.perf_counter() - started) / done
+            found[f"{size} rows"] = {"ms_per_transaction": 1000 * each,
+                                     "rows_per_s": size / each}
+    return found
+
+
 def postgres_cpu(data: Path | None) -> float:
     """CPU seconds of a PostgreSQL server's postmaster and every backend it has now (the
     backends of the run live as long as its servers' connections)."""
@@ -218,11 +278,14 @@ def run(label: str, servers: list[subprocess.Popen[bytes]], ports: list[int],
         load_before = os.getloadavg()[0]
         cpu = sum(cpu_seconds(server.pid) for server in servers)
         database = postgres_cpu(pg_data)
+        first = last_id(db) if db is not None else 0
         figures = load([f"http://127.0.0.1:{port}/mcp" for port in ports], tokens, uris,
                        seconds, mode=mode)
         figures["server_cpu_s"] = sum(cpu_seconds(s.pid) for s in servers) - cpu
         figures["database_cpu_s"] = postgres_cpu(pg_data) - database
         figures["audit_rows"] = audit_rows(db) - rows if db is not None else None
+        figures["audit_transactions"] = (audit_transactions(db, first) if db is not None
+                                         else None)
     finally:
         for server in servers:
             server.terminate()
@@ -277,6 +340,7 @@ def bench_http(work: Path, *, clients: Sequence[int] = CLIENTS, seconds: float =
                                 most, pg_data=server.data))
     runs: list[dict[str, Any]] = []
     verified: dict[str, bool] = {}
+    limits: dict[str, dict[str, dict[str, float]]] = {}
     try:
         for n in clients:
             print(f"  {n} clients ...", file=sys.stderr, flush=True)
@@ -285,11 +349,13 @@ def bench_http(work: Path, *, clients: Sequence[int] = CLIENTS, seconds: float =
                 for count_ in (replicas if setup.backend == "postgresql" else (1,)):
                     runs.append(skillindex_run(setup, n, seconds, replicas=count_, mode=mode))
         verified = {setup.backend: setup.verify() for setup in setups}
+        limits = {setup.backend: chain_limit(setup) for setup in setups}
     finally:
         if server is not None:
             server.stop()
         shutil.rmtree(base, ignore_errors=True)
-    return {"runs": runs, "ratios": ratios(runs), "chain_verifies": verified}
+    return {"runs": runs, "ratios": ratios(runs), "chain_verifies": verified,
+            "chain_limit": limits}
 
 
 def ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -331,8 +397,17 @@ def table(result: dict[str, Any]) -> str:
     lines.extend(f"| {name} | {f['reads/s']:.2f}x | {f['p50']:.2f}x | {f['p99']:.2f}x | "
                  f"{f['server CPU/read']:.2f}x |" for name, f in result["ratios"].items())
     lines.append("")
+    for r in result["runs"]:
+        if r.get("audit_transactions"):
+            lines.append(f"{r['server']}, {r['clients']} clients: {r['audit_rows']} audit rows "
+                         f"in {r['audit_transactions']} transactions "
+                         f"({r['audit_rows'] / r['audit_transactions']:.1f} rows each)")
     lines.extend(f"audit chain on {backend}: {'verifies' if ok else 'BROKEN'}"
                  for backend, ok in result["chain_verifies"].items())
+    for backend, sizes in result.get("chain_limit", {}).items():
+        lines.append(f"the chain's lock on {backend}, one writer back to back: " + "; ".join(
+            f"{size}: {f['ms_per_transaction']:.2f} ms a transaction, at most "
+            f"{f['rows_per_s']:.0f} rows/s" for size, f in sizes.items()))
     return "\n".join(lines)
 
 
