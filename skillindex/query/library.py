@@ -48,6 +48,7 @@ class Library:
         self._appends = GroupCommit(self._append_all)
         # A SQLite file's audit rows go through its driver connection (store/audit.py).
         self._sqlite_file = sqlite_path(str(engine.url)) is not None
+        self._psycopg = engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
 
     @property
     def writable(self) -> bool:
@@ -169,6 +170,11 @@ class Library:
         if self._sqlite_file:
             with units.audit_sqlite(self.engine) as connection:
                 audit.append_sqlite(connection, self.index_name, records)
+            return
+        if self._psycopg:
+            with units.audit_driver(self.engine) as connection:
+                audit.append_postgresql(connection, self.index_name, records,
+                                        lock_timeout=self.audit_lock_timeout)
             return
         with units.audit_transaction(self.engine) as session:
             audit.append_all(session, self.index_name, records,

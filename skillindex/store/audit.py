@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ __all__ = [
     "TEXT_FIELDS",
     "append",
     "append_all",
+    "append_postgresql",
     "append_sqlite",
     "bounded",
     "check_chain",
@@ -52,6 +54,11 @@ _APPEND_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED)
 # Many rows in one executemany: their ids are not needed.
 _APPEND_MANY_TEXT = sql.AUDIT_APPEND.removesuffix(" RETURNING id")
 _APPEND_MANY = text(_APPEND_MANY_TEXT)
+# The same in psycopg's parameter style.
+_APPEND_MANY_PG = {attributed: re.sub(r":(\w+)", r"%(\1)s", statement.removesuffix(" RETURNING id"))
+                   for attributed, statement in ((True, sql.AUDIT_APPEND),
+                                                 (False, sql.AUDIT_APPEND_UNATTRIBUTED))}
+_SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %(wait)s, true)"
 _APPEND_MANY_UNATTRIBUTED = text(sql.AUDIT_APPEND_UNATTRIBUTED.removesuffix(" RETURNING id"))
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
@@ -148,6 +155,26 @@ def append_sqlite(connection: sqlite3.Connection, index_name: str,
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
             connection.execute("ROLLBACK")
+        raise
+
+
+def append_postgresql(connection: Any, index_name: str, records: Sequence[model.AuditRecord],
+                      *, lock_timeout: float) -> None:
+    """`append_all` on a PostgreSQL driver connection (psycopg, outside any transaction),
+    without SQLAlchemy's statement machinery: the bounded wait for the chain's lock, every
+    row in one `executemany` (the trigger chains each), one commit."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_SET_LOCK_TIMEOUT, {"wait": f"{max(1, round(lock_timeout * 1000))}ms"})
+            for attributed, run in attributed_runs(records):
+                cursor.executemany(_APPEND_MANY_PG[attributed],
+                                   [unchained(fields_of(index_name, record)) for record in run])
+        connection.commit()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            connection.rollback()
+        if getattr(exc, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+            raise AuditBusyError(index_name, lock_timeout) from exc
         raise
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy import Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from skillindex.errors import AuditBusyError
 from skillindex.store.engine import IMMEDIATE, audit_error, read_only, store_error
 
 READ = "read the index"
@@ -76,6 +78,29 @@ def audit_sqlite(engine: Engine) -> Iterator[sqlite3.Connection]:
         yield connection
     except sqlite3.Error as exc:
         raise audit_error(exc, url=engine.url, why=read_only(engine)) from exc
+    finally:
+        pooled.close()
+
+
+@contextmanager
+def audit_driver(engine: Engine) -> Iterator[Any]:
+    """A PostgreSQL driver connection (psycopg) from the engine's pool, outside any
+    transaction, for the audit's own (store/audit.py `append_postgresql`): an error of the
+    database but a busy chain is AuditUnwritableError, as in `audit_transaction`."""
+    try:
+        pooled = engine.raw_connection()
+    except SQLAlchemyError as exc:
+        raise audit_error(exc, url=engine.url, why=None) from exc
+    try:
+        yield pooled.driver_connection
+    except AuditBusyError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "psycopg":
+            raise
+        # A connection the server dropped is not handed to the next caller.
+        pooled.invalidate()
+        raise audit_error(exc, url=engine.url, why=None) from exc
     finally:
         pooled.close()
 
