@@ -15,6 +15,9 @@ from skillindex.query.search import _WORD, FUNCTION_WORDS
 THRESHOLD = 0.6
 # A description this short says too little to be judged by its words.
 MIN_WORDS = 4
+# A word in the prefixes of this many skills proposes no more pairs: exact for a set of up to
+# this many skills (a repository's), bounded in time and memory for a registry's 60,000.
+MAX_HOLDERS = 64
 # Words nearly every description holds beside what the skill is for ("Use when the user asks
 # to ..."): shared by two skills, they say nothing about the requests either answers.
 BOILERPLATE = frozenset({
@@ -66,16 +69,19 @@ def overlaps(skills: Sequence[tuple[str | None, str | None]], *,
     # Jaccard similarity), so only those words propose pairs, and common words rarely do.
     jaccard = threshold / (2 - threshold)
     holders: dict[str, list[int]] = defaultdict(list)
-    pairs: set[tuple[int, int]] = set()
+    found_pairs = []
     for i in judged:
         ordered = sorted(sets[i], key=lambda word: (frequency[word], word))
+        candidates: set[int] = set()
         for word in ordered[:len(ordered) - math.ceil(jaccard * len(ordered) - 1e-9) + 1]:
-            pairs.update((other, i) for other in holders[word])
-            holders[word].append(i)
-    found_pairs = []
-    for first, second in sorted(pairs):
-        score = similarity(sets[first], sets[second])
-        if score >= threshold:
-            found_pairs.append(Overlap(first, second, round(score, 4),
-                                       tuple(sorted(sets[first] & sets[second]))))
+            held = holders[word]
+            if len(held) < MAX_HOLDERS:
+                candidates.update(held)
+                held.append(i)
+        for other in sorted(candidates):
+            score = similarity(sets[other], sets[i])
+            if score >= threshold:
+                found_pairs.append(Overlap(other, i, round(score, 4),
+                                           tuple(sorted(sets[other] & sets[i]))))
+    found_pairs.sort(key=lambda pair: (pair.first, pair.second))
     return found_pairs
