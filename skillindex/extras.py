@@ -1,10 +1,13 @@
-"""The pip command that adds an optional extra to skillindex as this copy of it was installed."""
+"""The command that adds an optional extra to skillindex as this copy of it was installed."""
 
 from __future__ import annotations
 
 import json
 import shlex
+import sys
+import tomllib
 from importlib import metadata
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -12,26 +15,63 @@ from urllib.request import url2pathname
 # nothing (or a project of that name someone else registered). The command names the clone,
 # the wheel or the repository this copy came from, as pip recorded it (PEP 610).
 _DISTRIBUTION = "skillindex"
+_RECORD_BYTES = 1 << 20  # larger than any record pipx or uv writes of one tool
 
 
-def install_command(extra: str, *, path: list[str] | None = None) -> str:
-    """`pip install ...` adding `extra` to the installed skillindex, from where it came (as
-    found on `path`, by default sys.path)."""
+def install_command(extra: str, *, path: list[str] | None = None,
+                    prefix: str | None = None) -> str:
+    """The command adding `extra` to the installed skillindex, from where it came (as found on
+    `path`, by default sys.path), with the tool that made its environment (`prefix`, by
+    default sys.prefix): pipx and `uv tool` install a tool again with the extra, pip adds it."""
+    environment = Path(sys.prefix if prefix is None else prefix)
+    installer = _installer(environment)
+    if installer != "pip install":  # the tool installs again: with the extras it had too
+        extra = ",".join(sorted({extra, *_tool_extras(environment)}))
     origin = _origin(path)
     if origin is None:
         # Not installed at all (run from a checkout on sys.path): the checkout is the source.
-        return f"pip install -e {shlex.quote(f'.[{extra}]')}"
+        return f"{installer} -e {shlex.quote(f'.[{extra}]')}"
     url, info = origin
     if url is None:
-        return f"pip install {shlex.quote(f'{_DISTRIBUTION}[{extra}]')}"
+        return f"{installer} {shlex.quote(f'{_DISTRIBUTION}[{extra}]')}"
     parsed = urlparse(url)
     if parsed.scheme == "file":
         local = url2pathname(unquote(parsed.path))
         editable = "-e " if info.get("dir_info", {}).get("editable") else ""
-        return f"pip install {editable}{shlex.quote(f'{local}[{extra}]')}"
+        return f"{installer} {editable}{shlex.quote(f'{local}[{extra}]')}"
     vcs = info.get("vcs_info", {}).get("vcs")
     source = f"{vcs}+{url}" if vcs and not url.startswith(f"{vcs}+") else url
-    return f"pip install {shlex.quote(f'{_DISTRIBUTION}[{extra}] @ {source}')}"
+    return f"{installer} {shlex.quote(f'{_DISTRIBUTION}[{extra}] @ {source}')}"
+
+
+def _tool_extras(prefix: Path) -> set[str]:
+    """The extras pipx or `uv tool` installed skillindex with, as their records say (small
+    files the tool wrote; anything unexpected in them counts as none)."""
+    found: set[str] = set()
+    try:
+        pipx = prefix / "pipx_metadata.json"
+        if pipx.is_file() and pipx.stat().st_size < _RECORD_BYTES:
+            spec = json.loads(pipx.read_text(encoding="utf-8"))["main_package"]["package_or_url"]
+            if isinstance(spec, str) and spec.endswith("]") and "[" in spec:
+                found.update(spec[spec.rindex("[") + 1:-1].split(","))
+        receipt = prefix / "uv-receipt.toml"
+        if receipt.is_file() and receipt.stat().st_size < _RECORD_BYTES:
+            for requirement in tomllib.loads(receipt.read_text(encoding="utf-8"))["tool"][
+                    "requirements"]:
+                if requirement.get("name") == _DISTRIBUTION:
+                    found.update(requirement.get("extras", ()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+    return {name.strip() for name in found if isinstance(name, str) and name.strip()}
+
+
+def _installer(prefix: Path) -> str:
+    """pipx and `uv tool` leave a record in the environment they made; else pip's command."""
+    if (prefix / "pipx_metadata.json").is_file():
+        return "pipx install --force"
+    if (prefix / "uv-receipt.toml").is_file():
+        return "uv tool install --force"
+    return "pip install"
 
 
 def hint(extra: str) -> str:

@@ -50,6 +50,26 @@ def test_the_hint_installs_from_where_skillindex_came(
     assert extras.install_command("mcp", path=installed_from(tmp_path, record)) == expected
 
 
+@pytest.mark.parametrize(("record", "installer"), [("pipx_metadata.json", "pipx install --force"),
+                                                  ("uv-receipt.toml", "uv tool install --force")])
+def test_a_tool_environment_is_installed_again_by_its_tool(
+        tmp_path: Path, record: str, installer: str) -> None:
+    # pipx and `uv tool` environments have no pip to add an extra with: the tool reinstalls.
+    site = installed_from(tmp_path / "site", {
+        "url": "file:///tmp/dl/skillindex-0.1.0-py3-none-any.whl", "archive_info": {}})
+    wheel = "/tmp/dl/skillindex-0.1.0-py3-none-any.whl"
+    (tmp_path / record).write_text("{}\n")
+    assert extras.install_command("mcp", path=site, prefix=str(tmp_path)) == (
+        f"{installer} '{wheel}[mcp]'")
+    # The extras it was installed with are kept: the tool replaces the whole environment.
+    (tmp_path / record).write_text(
+        json.dumps({"main_package": {"package_or_url": f"{wheel}[mcp]"}})
+        if record.endswith(".json") else
+        f'[tool]\nrequirements = [{{ name = "skillindex", extras = ["mcp"], path = "{wheel}" }}]\n')
+    assert extras.install_command("watch", path=site, prefix=str(tmp_path)) == (
+        f"{installer} '{wheel}[mcp,watch]'")
+
+
 def test_a_checkout_that_is_not_installed_is_installed_from_itself(tmp_path: Path) -> None:
     assert extras.install_command("watch", path=[str(tmp_path)]) == "pip install -e '.[watch]'"
 
