@@ -4,6 +4,7 @@ and stopped with SIGTERM while it answers: the bounds on connections, and the dr
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import socket
 import subprocess
@@ -94,6 +95,19 @@ def test_half_open_connections_under_a_small_descriptor_limit_starve_no_one(
     lines = log.read_text().splitlines()
     assert len(lines) < 20, lines
     assert any("refusing connections from 127.0.0.2: 64 are open" in line for line in lines)
+
+
+def test_out_of_descriptors_every_connection_is_answered_and_the_log_stays_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    team_cli(tmp_path, monkeypatch, "header_timeout = 2\nmax_connections_per_peer = 0")
+    log = tmp_path / "server.log"
+    with serving(tmp_path, "--tokens", "tokens.json", "--log-format", "json", log=log,
+                 files=80) as port:
+        answers = [answer_then_closed(sock) for sock in half_open(port, 200, "127.0.0.2")]
+    assert {answer[:12] for answer in answers} <= {b"HTTP/1.1 408", b"HTTP/1.1 503"}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) < 20, lines
+    assert sum("out of file descriptors" in line.get("message", "") for line in lines) <= 1
 
 
 def test_sigterm_finishes_the_reads_under_way_and_each_answered_read_has_its_row(

@@ -186,6 +186,8 @@ def logging_to(stream: Any, log_format: str) -> None:
         logger.handlers = [handler]
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    # The SDK's own lines (its session manager's) go to the root logger: in the one format too.
+    logging.getLogger().handlers = [handler]
 
 
 def serve(index: SkillIndex, listen: Listen, *, page_size: int = PAGE_SIZE,
