@@ -338,6 +338,9 @@ def load_settings(explicit: str | Path | None, env: Environment) -> Settings:
     path, required = config_path(explicit, env)
     if path is None:
         return Settings()
+    if os.path.abspath(path) == os.devnull:
+        # `--config /dev/null`: the usual way to say "no settings file", read as an empty one.
+        return Settings(source=path)
     try:
         document = inputs.read_document(path, "toml", max_bytes=inputs.MAX_SETTINGS_BYTES,
                                         what="settings file")

@@ -122,6 +122,11 @@ CODES: dict[str, Code] = {
         "The list of installed Claude plugins could not be read",
         "The plugins' skill folders are not indexed until installed_plugins.json can be read "
         "as JSON."),
+    "remote-stale": Code(
+        "A URL root could not be brought up to date",
+        "Its publisher's index or an artifact could not be fetched, did not match its digest "
+        "or was an unsafe archive; the last verified copy stays indexed. `skillindex roots` "
+        "says since when and why; fix the server or the entry, then reindex."),
     "sidecar-invalid": Code(
         "Codex's agents/openai.yaml cannot be read",
         "The file is not a YAML mapping (or its policy is not one), so its "
