@@ -272,3 +272,22 @@ def test_the_readme_says_how_long_the_tests_take_and_what_they_need() -> None:
     assert "about 10 minutes" in words
     assert "PostgreSQL server binaries" in words and "Chromium" in words
     assert "skipped" in words and "`CI`" in words
+
+
+def test_serve_http_json_logs_where_it_listens_as_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_cli, write_skill
+    from tests.serving import serving
+
+    write_skill(tmp_path / "skills", "pdf")
+    isolate_cli(tmp_path, monkeypatch, tmp_path / "skills")
+    assert CliRunner().invoke(cli, ["reindex"]).exit_code == 0
+    with serving(tmp_path, "--json", log=tmp_path / "access.log") as port:
+        pass
+    first = json.loads((tmp_path / "access.log").read_text().splitlines()[0])
+    assert first["message"] == f"serving http://127.0.0.1:{port}/mcp"

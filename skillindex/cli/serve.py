@@ -65,8 +65,8 @@ _URL = params.Text(max_length=8_000, empty=False)
 @click.option("--poll", type=params.seconds(0.05, 86_400), default=1.0, show_default=True,
               metavar="SECONDS", help="How often to look for a committed reindex.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Accepted here as after every command; serve prints no data of its own "
-              "(the MCP protocol is JSON).")
+              help="With --http, the log as JSON objects (as --log-format json); over stdio "
+              "stdout carries only the protocol, which is JSON already.")
 @click.pass_context
 def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, tokens: Path | None,
           introspect: str | None, issuer: str | None, client_id: str | None,
@@ -125,7 +125,7 @@ def serve(ctx: click.Context, listen: tuple[str, int] | None, url: str | None, t
                               limits=limits)
     try:
         run = _server(plan, page_size=page_size, poll_seconds=poll,
-                      log_format=log_format or "text")
+                      log_format=log_format or ("json" if options.json else "text"))
     except ImportError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("mcp", "mcp_types", "pydantic",
                                                               "anyio", "uvicorn", "starlette"):
