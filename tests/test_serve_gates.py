@@ -278,6 +278,21 @@ def test_readiness_is_503_while_the_audit_cannot_be_written(team: Team, db_url: 
     assert team.index.audit() == []
 
 
+def test_a_known_token_meets_its_principals_limits_not_its_peers(team: Team) -> None:
+    token = team.token("alice")
+
+    async def test() -> None:
+        async with team.serving(tokens=team.token_file, clock=FrozenClock(),
+                                limits=ServeLimits(peer_requests_per_second=1)) as listen:
+            body = json.dumps(read_request()).encode()
+            for _ in range(5):  # a team behind one address is not one peer
+                assert (await post(listen.url, body, token)).status_code == 200
+            assert (await post(listen.url, body)).status_code == 401
+            assert (await post(listen.url, body, "not-a-token")).status_code == 429
+
+    run(test)
+
+
 def test_a_limited_peer_gets_a_json_rpc_429(team: Team) -> None:
     team.token("alice")
 

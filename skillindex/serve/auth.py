@@ -57,6 +57,10 @@ class StaticTokens:
         self.tokens = tokens
         self.resource = resource
 
+    def known(self, token: str) -> bool:
+        """Whether `token` is good, answered from the file alone (no one else is asked)."""
+        return self.tokens.principal_of(token) is not None
+
     async def verify_token(self, token: str) -> AccessToken | None:
         name = self.tokens.principal_of(token)
         if name is None:
@@ -89,8 +93,13 @@ class Introspection:
         # However many requests wait on it, the provider is asked this many at a time.
         self._asking = anyio.Semaphore(concurrency)
 
+    def known(self, token: str) -> bool:
+        """Whether the provider said lately that `token` is good (its answer is still kept)."""
+        cached = self._cache.get(_key(token))
+        return cached is not None and cached[0] is not None and cached[1] > time.monotonic()
+
     async def verify_token(self, token: str) -> AccessToken | None:
-        key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest().hex()
+        key = _key(token)
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and cached[1] > now:
@@ -160,6 +169,10 @@ class Introspection:
             while len(self._cache) >= _CACHE_SIZE:
                 del self._cache[next(iter(self._cache))]
         self._cache[key] = (verified, until)
+
+
+def _key(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest().hex()
 
 
 def _text(value: object) -> str | None:

@@ -94,16 +94,19 @@ class _Allowances:
 
 class Front:
     """The gates before authentication: `/healthz` and `/readyz`; then the requests a second
-    of each peer (its address, an IPv6 one by its /64), so that nothing a peer sends costs an
-    identity provider more than this; then, for a POST to the MCP endpoint, a body within
-    `max_body_bytes`, JSON nested at most `max_json_depth` deep and no batch. Each refusal is
-    an HTTP error carrying a JSON-RPC error; each request is one line of the request log."""
+    of each peer (its address, an IPv6 one by its /64) whose token is not `known` good, so
+    that nothing a peer sends costs an identity provider more than this; then, for a POST to
+    the MCP endpoint, a body within `max_body_bytes`, JSON nested at most `max_json_depth`
+    deep and no batch. Each refusal is an HTTP error carrying a JSON-RPC error; each request
+    is one line of the request log."""
 
     def __init__(self, app: ASGIApp, *, limits: ServeLimits, path: str,
                  ready: Callable[[], Awaitable[str | None]] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 notices: Notices | None = None, telemetry: Telemetry | None = None) -> None:
+                 notices: Notices | None = None, telemetry: Telemetry | None = None,
+                 known: Callable[[str], bool] | None = None) -> None:
         self.app = app
+        self.known = known
         self.telemetry = telemetry
         self.limits = limits
         self.path = path
@@ -134,7 +137,9 @@ class Front:
 
     async def _gated(self, scope: Scope, receive: Receive, seen: _Seen, peer: str) -> bool:
         """Answer through the gates; False for a refusal too frequent to log one by one."""
-        wait, _ = self.peers.admit(self.peers.of(peer))
+        wait = 0.0
+        if not self._known(scope):
+            wait, _ = self.peers.admit(self.peers.of(peer))
         if wait > 0:
             # A flood of these is the attack itself: the log notes it once a minute.
             self.notices.note(f"limited {peer}", f"rate limited {peer}: over "
@@ -149,6 +154,16 @@ class Front:
         if not seen.status:
             await self.app(scope, receive, seen)
         return True
+
+    def _known(self, scope: Scope) -> bool:
+        """Whether the request's bearer token is known good without asking anyone: then the
+        principal's own limits apply, and a team behind one address is not one peer."""
+        if self.known is None:
+            return False
+        given = _header(scope, b"authorization")
+        if given is None or given[:7].lower() != "bearer ":
+            return False
+        return self.known(given[7:].strip())
 
     async def _health(self, path: str, send: Send) -> None:
         problem = None

@@ -103,7 +103,7 @@ def app(server: SkillServer, listen: Listen, *, clock: Callable[[], float] = tim
     # principals' after it and before its routes.
     application.user_middleware.insert(0, Middleware(
         gates.Front, limits=listen.limits, path=MCP_PATH, ready=ready, clock=clock,
-        telemetry=telemetry))
+        telemetry=telemetry, known=getattr(server.verifier, "known", None)))
     application.user_middleware.append(Middleware(
         gates.Principals, limits=listen.limits, path=MCP_PATH, refusals=refusals, clock=clock))
     return application

@@ -481,6 +481,7 @@ class SkillServer(MCPServer[dict[str, Any]]):
                  authentication: tuple[AuthSettings, TokenVerifier] | None = None) -> None:
         self.state = state
         auth, verifier = authentication or (None, None)
+        self.verifier = verifier
 
         @asynccontextmanager
         async def lifespan(_: MCPServer[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
