@@ -95,17 +95,18 @@ class SkillDir:
         fd = self._dirs.get(rel_dir)
         if fd is not None:
             return fd
-        # Up to the nearest folder already open, then down a name at a time: a path of any
-        # depth (a URI may name one of a thousand segments) costs no recursion.
-        below: list[str] = []
-        known = rel_dir
-        while known not in self._dirs:
-            below.append(known)
-            known = known.rpartition("/")[0]
-        fd = self._dirs[known]
-        for folder in reversed(below):
-            fd = os.open(folder.rpartition("/")[2], _DIR_FLAGS | NOFOLLOW, dir_fd=fd)
-            self._dirs[folder] = fd
+        # Down from the skill a name at a time, in a loop: a path of any depth (a URI may name
+        # one of thousands of segments) costs no recursion, and the walk stops at the first
+        # folder that is not there, so its work is bounded by the depth on disk.
+        fd = self.fd
+        prefix = ""
+        for name in rel_dir.split("/"):
+            prefix = f"{prefix}/{name}" if prefix else name
+            known = self._dirs.get(prefix)
+            if known is None:
+                known = os.open(name, _DIR_FLAGS | NOFOLLOW, dir_fd=fd)
+                self._dirs[prefix] = known
+            fd = known
         return fd
 
     def lstat(self, rel_path: str) -> os.stat_result:

@@ -44,6 +44,9 @@ from skillindex.model import (
 from skillindex.text import is_text, shown_name
 
 SCHEME = "skill://"
+# The longest relative path a URI may name: the system's PATH_MAX, past which no path to a
+# file can be given to it whole.
+MAX_PATH_CHARS = 4096
 # The most `:`-separated parts a catalog name has (a qualifier, a plugin, its skill, and room
 # to spare).
 MAX_NAME_PARTS = 16
@@ -127,6 +130,8 @@ def path_problem(path: str) -> str | None:
     surface reads, lists and publishes a skill's files."""
     if not path:
         return "the path is empty"
+    if len(path) > MAX_PATH_CHARS:  # checked first: every rule below is linear in its length
+        return f"it is longer than {MAX_PATH_CHARS:,} characters"
     if not is_text(path):
         return "it is not UTF-8 (no indexed file has such a name)"
     if "\x00" in path:
