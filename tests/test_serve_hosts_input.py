@@ -261,18 +261,28 @@ def test_any_nesting_is_an_answer(key: str, levels: int, bracket: str) -> None:
 
 def _toml_answer(key: str, text: str) -> None:
     host = hosts.HOSTS[key]
+    raw = text.encode("utf-8")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "config.toml"
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(raw)
         hosts.state(host, path, SERVER)
         try:
             hosts.write(host, path, SERVER, named=True, within=None)
         except hosts.HostFileError:
-            assert path.read_text(encoding="utf-8") == text
+            assert path.read_bytes() == raw
             return
-        written = path.read_text(encoding="utf-8")
-        assert written.startswith(text)
+        written = path.read_bytes()
         assert hosts.state(host, path, SERVER).status is hosts.Status.CONFIGURED
+        if not text.strip():  # a blank file is made anew
+            return
+        if b"[mcp_servers.skillindex]" not in raw:
+            assert written.startswith(raw)  # the table appended
+            return
+        # Edited in place: every line but our table's command and args is kept, in order.
+        kept = iter(written.splitlines())
+        for line in raw.splitlines():
+            if not line.startswith((b"command = ", b"args = ")):
+                assert any(line == other for other in kept), line
 
 
 def special(kind: str, path: Path) -> None:
@@ -305,3 +315,30 @@ def test_a_special_file_is_an_answer_on_every_hosts_command(project: Path, key: 
     written = in_a_thread(path, "hosts", key, "--write")
     assert written.exit_code == 4, written.output
     assert len(written.stderr.splitlines()) == 1
+
+
+TOML_NUMBERS = st.sampled_from(["0", "-0", "+1", "1_000", "0x1F", "0o17", "0b101", "1e2",
+                                "1E+2", "-1.5e-3", "0.10000000000000000555", "1e308", "1e400",
+                                "inf", "-inf", "nan", "9223372036854775807"])
+TOML_SCALARS = st.one_of(TOML_NUMBERS, st.booleans().map(lambda b: "true" if b else "false"),
+                         st.text(max_size=6).map(json.dumps))
+TOML_VALUES = st.recursive(TOML_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3).map(lambda items: "[" + ", ".join(items) + "]"),
+    st.dictionaries(st.from_regex(r"[a-z_]{1,5}", fullmatch=True), inner, max_size=3).map(
+        lambda table: "{" + ", ".join(f"{k} = {v}" for k, v in table.items()) + "}")),
+    max_leaves=10)
+TABLES = st.dictionaries(st.from_regex(r"[a-z_]{1,5}", fullmatch=True), TOML_VALUES,
+                         max_size=4)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(TABLES, st.dictionaries(st.sampled_from(["docs", "skillindex", "db"]), TABLES,
+                               max_size=2), st.booleans())
+def test_any_codex_file_is_kept_or_refused(top: dict[str, str], servers: dict[str, Any],
+                                           crlf: bool) -> None:
+    lines = [f"{key} = {value}" for key, value in top.items()]
+    for name, table in servers.items():
+        lines.append(f"\n[mcp_servers.{name}]")
+        lines += [f"{key} = {value}" for key, value in table.items()]
+    text = "\n".join(lines) + "\n"
+    _toml_answer("codex", text.replace("\n", "\r\n") if crlf else text)
