@@ -291,3 +291,50 @@ def test_serve_http_json_logs_where_it_listens_as_json(
         pass
     first = json.loads((tmp_path / "access.log").read_text().splitlines()[0])
     assert first["message"] == f"serving http://127.0.0.1:{port}/mcp"
+
+
+def _documented_commands(page: Path, heading: str) -> list[list[str]]:
+    """The `skillindex ...` lines of the first sh block under `heading`, comments dropped."""
+    import shlex
+
+    section = page.read_text().split(f"\n{heading}\n", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    return [shlex.split(line, comments=True)[1:] for line in block.group(1).splitlines()
+            if line.startswith("skillindex ")]
+
+
+# Commands that run until stopped, serve, or need files of their own (a skill's trigger evals):
+# run elsewhere (test_watch, test_serve_*, the eval tests).
+_LONG_RUNNING = {"watch", "serve", "eval"}
+# What a placeholder of the docs stands for in the small tree below.
+_FILLED = {"NAME": "pdf", "[PATH]...": "skills", "current|upgrade": "current"}
+
+
+@pytest.mark.parametrize(("page", "heading"), [
+    ("README.md", "## The commands most people use"), ("docs/getting-started.md", "## Commands")])
+def test_the_everyday_commands_run_as_documented(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str, heading: str) -> None:
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_cli, write_skill
+
+    root = tmp_path / "skills"
+    write_skill(root, "pdf", description="Fill in a PDF form and read the text of a PDF.")
+    write_skill(root, "broken", frontmatter="name: [unclosed\n")
+    isolate_cli(tmp_path, monkeypatch, root)
+    runner = CliRunner()
+    ran = 0
+    for documented in _documented_commands(REPO / page, heading):
+        if documented[0] in _LONG_RUNNING:
+            continue
+        args = [_FILLED.get(arg, arg) for arg in documented]
+        if "[REV]|downgrade" in args:  # one line for three commands: the first
+            args = args[:args.index("[REV]|downgrade")]
+        result = runner.invoke(cli, args)
+        # 1 is the documented answer of a lint that finds problems (check of a broken skill).
+        assert result.exit_code in (0, 1) if args[0] == "check" else result.exit_code == 0, (
+            args, result.output)
+        ran += 1
+    assert ran >= 10
