@@ -277,6 +277,8 @@ def test_the_readme_says_how_long_the_tests_take_and_what_they_need() -> None:
 def test_serve_http_json_logs_where_it_listens_as_json(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
+    import time
+    import urllib.request
 
     from click.testing import CliRunner
 
@@ -287,9 +289,15 @@ def test_serve_http_json_logs_where_it_listens_as_json(
     write_skill(tmp_path / "skills", "pdf")
     isolate_cli(tmp_path, monkeypatch, tmp_path / "skills")
     assert CliRunner().invoke(cli, ["reindex"]).exit_code == 0
-    with serving(tmp_path, "--json", log=tmp_path / "access.log") as port:
-        pass
-    first = json.loads((tmp_path / "access.log").read_text().splitlines()[0])
+    log = tmp_path / "access.log"
+    with serving(tmp_path, "--json", log=log) as port:
+        # The socket listens before the server runs: stop it once it has said where it is.
+        for _ in range(600):
+            if log.read_text().endswith("\n"):
+                break
+            time.sleep(0.1)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30).close()
+    first = json.loads(log.read_text().splitlines()[0])
     assert first["message"] == f"serving http://127.0.0.1:{port}/mcp"
 
 
