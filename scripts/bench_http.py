@@ -2,19 +2,21 @@
 
 The baseline (scripts/bench_bare.py): the same SDK, uvicorn and streamable HTTP transport, no
 auth, answering `resources/read` of the same skill files from a dict in memory. Against it,
-`skillindex serve --http PORT --tokens FILE` (limits off, so that they do not decide the
-figures) on a generated tree indexed on SQLite, then on PostgreSQL with one and with two
-replicas (two processes on the one database, the clients split between them). N clients of the
-MCP SDK's own `Client`, each with a bearer token of its own principal, read `SKILL.md` files
-(each a verified and audited disclosure) in a loop for a bounded time, all from one asyncio
-process on loopback.
+`skillindex serve --http PORT --tokens FILE` (its limits per principal and per peer address
+off, so that they do not decide the figures) on a generated tree indexed on SQLite, then on
+PostgreSQL with one and with two replicas (two processes on the one database, the clients
+split between them). N clients of the MCP SDK's own `Client`, each with a bearer token of its
+own principal, read `SKILL.md` files (each a verified and audited disclosure) in a loop for a
+bounded time, all from one asyncio process on loopback.
 
 Reported for each run: reads a second, p50 and p99 latency, errors, the server processes' CPU
 seconds per read (and the PostgreSQL server's), the audit rows the run added against the reads
-it asked for, and the machine's load average (the clients share its two cores with the
-servers); then every figure as a ratio to the bare server's at the same client count, and
-whether the audit chain verifies at the end. The PostgreSQL server is started durable (fsync
-and synchronous_commit on), unlike the tests' throw-away one.
+it asked for (and on PostgreSQL how many transactions wrote them), and the machine's load
+average (the clients share its two cores with the servers); then every figure as a ratio to
+the bare server's at the same client count, whether the audit chain verifies at the end, and
+how long one writer holds the chain's lock per transaction of 1, 8 and 64 rows. The
+PostgreSQL server is started durable (fsync and synchronous_commit on), unlike the tests'
+throw-away one.
 
 Run alone (`python -m scripts.bench_http --clients 20 5 --seconds 12`) or through
 `scripts/bench.py --http-load`.
@@ -322,6 +324,9 @@ def bench_http(work: Path, *, clients: Sequence[int] = CLIENTS, seconds: float =
     base = work / "http-load"
     roots = generate(base / "tree", count)
     config = settings_file(base, roots)
+    # Every client is 127.0.0.1: the bounds per peer address would decide the figures.
+    with config.open("a") as settings:
+        settings.write("\n[serve]\npeer_requests_per_second = 0\nmax_connections_per_peer = 0\n")
     most = max(clients)
     setups = [Setup("sqlite", str(base / "index.sqlite"), base, config, most)]
     server = None
