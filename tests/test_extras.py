@@ -101,3 +101,14 @@ def test_hosts_write_warns_when_serve_cannot_run(
     assert result.exit_code == 0, result.output
     assert (f"note: skillindex serve needs the mcp extra: install it with: "
             f"{extras.install_command('mcp')}") in result.stderr
+
+
+def test_a_postgresql_url_without_the_driver_names_this_installation(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['psycopg'] = None; sys.modules['psycopg2'] = None; "
+            "from skillindex.cli import main; main(['--db', 'postgresql://u@127.0.0.1:1/d', "
+            "'list'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, check=False, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"({extras.hint('postgresql')})" in done.stderr
+    assert "'skillindex[postgresql]'" not in done.stderr
