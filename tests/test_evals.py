@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,29 @@ def test_by_catalog_a_skill_counts_when_its_entry_stays_whole(tmp_path: Path,
     assert [(r["catalog"], r["triggered"]) for r in results] == [
         ("whole", True), ("left-out", False)]
     assert results[1]["rank"] is None  # not matched by the search either
+
+
+def test_an_index_in_use_is_copied_as_a_reader_shares_it(world: Path, tmp_path: Path) -> None:
+    database = tmp_path / "cli.sqlite"
+    holder = sqlite3.connect(database)  # another process's connection keeps a write-ahead log
+    try:
+        holder.execute("SELECT count(*) FROM candidate").fetchall()
+        assert (tmp_path / "cli.sqlite-wal").exists()
+        before = hashlib.sha256(database.read_bytes()).hexdigest()
+
+        report = report_of("work/invoice", "--against", str(database))
+
+        assert skill_of(report, "invoice")["recall"] == 1.0
+        assert report["neighbours"] == len(INSTALLED)
+        assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+    finally:
+        holder.close()
+
+
+def test_a_missing_index_is_named_in_one_line(world: Path, tmp_path: Path) -> None:
+    result = run_cli("eval", "work/invoice", "--against", str(tmp_path / "none.sqlite"))
+
+    assert result.exit_code == 3
+    assert result.output.startswith(f"skillindex: error: no index at {tmp_path / 'none.sqlite'}")
+    assert len(result.output.splitlines()) == 1
+    assert not (tmp_path / "none.sqlite").exists()
