@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
+
+from skillindex import inputs
 
 # skillindex is not on a public package index: `pip install 'skillindex[mcp]'` would find
 # nothing (or a project of that name someone else registered). The command names the clone,
@@ -56,11 +57,12 @@ def _tool_extras(prefix: Path) -> set[str]:
                 found.update(spec[spec.rindex("[") + 1:-1].split(","))
         receipt = prefix / "uv-receipt.toml"
         if receipt.is_file() and receipt.stat().st_size < _RECORD_BYTES:
-            for requirement in tomllib.loads(receipt.read_text(encoding="utf-8"))["tool"][
+            receipt_text = receipt.read_text(encoding="utf-8")
+            for requirement in inputs.load_toml(receipt_text, what="uv receipt")["tool"][
                     "requirements"]:
                 if requirement.get("name") == _DISTRIBUTION:
                     found.update(requirement.get("extras", ()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, inputs.InputError):
         return set()
     return {name.strip() for name in found if isinstance(name, str) and name.strip()}
 

@@ -125,8 +125,8 @@ def _predicate(bundle: Mapping[str, Any]) -> dict[str, Any]:
     """The signed statement's predicate (its serialization and resources); {} when absent."""
     try:
         payload = base64.b64decode(bundle["dsseEnvelope"]["payload"])
-        predicate = json.loads(payload)["predicate"]
-    except (KeyError, TypeError, ValueError, binascii.Error, RecursionError):
+        predicate = inputs.load_json(payload.decode("utf-8"), what="signature")["predicate"]
+    except (KeyError, TypeError, ValueError, binascii.Error, ConfigError):
         return {}
     return predicate if isinstance(predicate, dict) else {}
 
