@@ -380,3 +380,27 @@ def test_local_commands_import_nothing_of_the_remote_machinery(tmp_path: Path) -
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, check=True)
     assert "LOADED []" in done.stdout
+
+
+def test_without_the_http_client_a_url_root_is_stale_not_an_error(
+        site: Publisher, env: Environment, db_url: str) -> None:
+    """A reindex in an environment without the `remote` extra still indexes everything else
+    and says, as the URL root's stale reason, what to install."""
+    import subprocess as sub
+
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["httpx"] = None  # as if the remote extra were not installed
+        from pathlib import Path
+        from skillindex.api import SkillIndex
+        from skillindex.config import Environment, RootConfig, Settings
+        env = Environment(home=Path({str(env.home)!r}), cwd=Path({str(env.cwd)!r}),
+                          config_home=Path({str(env.config_home)!r}),
+                          data_home=Path({str(env.data_home)!r}))
+        settings = Settings(presets=False, roots=(RootConfig(path="", url={site.url!r}),))
+        report = SkillIndex.open(settings, db={db_url.removeprefix("sqlite:///")!r},
+                                 env=env).reindex()
+        print("STALE", report.fetches[0]["stale"])
+    """)
+    done = sub.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "STALE fetching a URL root needs the `remote` extra" in done.stdout

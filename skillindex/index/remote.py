@@ -141,8 +141,8 @@ def sync(spec: RootSpec, *, limits: Limits, now: datetime | None = None,
         state = {}
     state["url"] = spec.remote.url
     with contextlib.ExitStack() as stack:
-        http = client or stack.enter_context(_client())
         try:
+            http = client or stack.enter_context(_client())
             index = _fetch_index(http, spec, state, moment, report)
         except FetchError as exc:
             report.stale = str(exc)
@@ -166,8 +166,10 @@ def _client() -> Iterator[httpx.Client]:
     try:
         import httpx  # noqa: PLC0415 (local-only commands never import the HTTP client)
     except ImportError:
+        from skillindex.extras import hint  # noqa: PLC0415
+
         raise FetchError("fetching a URL root needs the `remote` extra (httpx), which is not "
-                         "installed") from None
+                         f"installed; {hint('remote')}") from None
     timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
     # Certificates are always verified: no setting turns that off.
     with httpx.Client(timeout=timeout, follow_redirects=True, verify=True,
