@@ -4,6 +4,7 @@ reader whose row it is; on both backends."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,3 +153,44 @@ def test_a_transaction_that_fails_whole_refuses_every_reader_in_it(index: SkillI
     assert outcomes[-1] is None
     assert all(isinstance(outcomes[n], AuditUnwritableError) for n in range(4))
     assert [row["session"] for row in rows(index.engine)] == ["lead"]
+
+
+def test_a_reader_interrupted_while_waiting_leaves_no_row_and_no_one_stuck(
+        index: SkillIndex) -> None:
+    held = Held(index)
+    commit = GroupCommit(held)
+    outcome: list[BaseException] = []
+
+    class Interrupt(BaseException):
+        pass
+
+    def waiter() -> None:
+        try:
+            commit.append(record("gone", 0))
+        except BaseException as exc:  # the interruption is what the test looks at
+            outcome.append(exc)
+
+    leader = threading.Thread(target=commit.append, args=(record("lead", 0),))
+    leader.start()
+    assert held.entered.wait(timeout=60)
+    interrupted = threading.Thread(target=waiter)
+    interrupted.start()
+    while len(commit._waiting) < 1:
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.2)  # blocked in its wait by now
+    # As a signal reaches the main thread: raised as the wait returns, here when the leader
+    # hands it the lead.
+    assert interrupted.ident is not None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(interrupted.ident),
+                                               ctypes.py_object(Interrupt))
+    held.release.set()
+    for thread in (leader, interrupted):
+        thread.join(timeout=120)
+    assert len(outcome) == 1 and isinstance(outcome[0], Interrupt)
+    # The lead did not leave with the interrupted caller: the next row is written.
+    after = threading.Thread(target=commit.append, args=(record("after", 1),), daemon=True)
+    after.start()
+    after.join(timeout=60)
+    assert not after.is_alive(), "the next append waits for a leader that is gone"
+    assert [row["session"] for row in rows(index.engine)] == ["lead", "after"]
+    assert index.verify_audit().ok

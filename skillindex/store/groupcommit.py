@@ -62,11 +62,35 @@ class GroupCommit:
                 self._leading = True
                 ticket.state = _LEADS
         if ticket.state != _LEADS:
-            ticket.wake.wait()
+            try:
+                ticket.wake.wait()
+            except BaseException:
+                self._withdraw(ticket)
+                raise
         if ticket.state == _LEADS:
             self._lead()
         if ticket.error is not None:
             raise ticket.error
+
+    def _withdraw(self, ticket: _Ticket) -> None:
+        """An interrupted caller's row leaves the queue unless a transaction already took it,
+        and a lead it was handed passes on: the others never wait for a leader that is gone."""
+        with self._lock:
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+            if ticket.state != _LEADS:
+                return
+            ticket.state = _DONE
+            self._pass_lead()
+
+    def _pass_lead(self) -> None:
+        # Under the lock: the first row waiting leads next, or nobody leads.
+        if self._waiting:
+            successor = self._waiting[0]
+            successor.state = _LEADS
+            successor.wake.set()
+        else:
+            self._leading = False
 
     def _lead(self) -> None:
         # The leader's ticket is the first waiting: it arrived when nobody led, or was handed
@@ -78,12 +102,7 @@ class GroupCommit:
             self._commit(batch)
         finally:
             with self._lock:
-                if self._waiting:
-                    successor = self._waiting[0]
-                    successor.state = _LEADS
-                    successor.wake.set()
-                else:
-                    self._leading = False
+                self._pass_lead()
 
     def _commit(self, batch: list[_Ticket]) -> None:
         try:
