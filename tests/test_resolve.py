@@ -11,7 +11,7 @@ from skillindex.api import SkillIndex
 from skillindex.config import RootConfig, Settings
 from skillindex.errors import SkillNotFoundError
 from skillindex.model import Candidate, RootSpec, Scope, Status
-from skillindex.query.resolve import Outcome, Rules, explain, resolve
+from skillindex.query.resolve import Outcome, Rules, explain, resolve, uri_collisions
 from tests.skilltrees import World, make_world, symlink, write_skill
 
 
@@ -303,6 +303,25 @@ def test_a_qualified_name_never_takes_a_name_that_is_declared() -> None:
     rules = Rules(enabled=True, ignored=(), included=(), policy="qualify")
     names = [w.name for w in resolve(found, roots, rules).winners]
     assert names == ["user:pdf", "a.user:pdf", "project:pdf"]
+
+
+@pytest.mark.parametrize("label", ["admin", "user"])
+def test_a_lower_skill_named_like_a_scope_does_not_push_a_higher_qualification(
+        label: str) -> None:
+    # A project skill named `admin` (or `user`) used to make the admin's `pdf` give up
+    # `admin:pdf` for `custom.admin:pdf`: the lower side is the one that loses, and the skill
+    # named like the scope is left to `uri_collisions`.
+    found = [candidate("/custom", "pdf", Scope.ADMIN, 200, 0),
+             candidate("/home", "pdf", Scope.USER, 100, 1),
+             candidate("/project", label, Scope.PROJECT, 70, 2)]
+    roots = [RootSpec(path=c.root, scope=c.scope, provider=c.provider,
+                      precedence=c.precedence, position=c.position) for c in found]
+    rules = Rules(enabled=True, ignored=(), included=(), policy="qualify")
+    winners = resolve(found, roots, rules).winners
+    assert [w.name for w in winners] == ["admin:pdf", "user:pdf", label]
+    collided = uri_collisions((w.name, index) for index, w in enumerate(winners))
+    assert list(collided) == [2]
+    assert f"they are the files of '{label}:pdf', which takes precedence" in collided[2][0]
 
 
 def test_a_tie_inside_one_root_is_decided_by_path_order() -> None:

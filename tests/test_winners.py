@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from skillindex.api import SkillIndex
-from skillindex.config import Environment
+from skillindex.config import Environment, RootConfig, Settings
 from skillindex.model import Candidate, RootSpec, Scope, Status
 from skillindex.query.resolve import Rules, resolve
 from skillindex.query.winners import materialize
@@ -136,3 +136,29 @@ def test_changed_settings_resolve_again_without_a_reindex(tmp_path: Path, db_url
     with SkillIndex.open(root_settings(b, a), db=db_url, env=env) as index:
         assert index.read("skill://pdf", reason="test").text == "# b\n"
         assert "b/pdf" in index.catalog().text
+
+
+def test_a_lower_skill_named_like_a_scope_leaves_the_higher_its_qualified_name(
+        tmp_path: Path, db_url: str, env: Environment) -> None:
+    # Stored and updated in place as resolved whole: the admin's `pdf` keeps `admin:pdf`
+    # whether the project skill `admin` is there from the start or comes in a later reindex.
+    admin, home, project = tmp_path / "admin", tmp_path / "home", tmp_path / "project"
+    write_skill(admin, "pdf")
+    write_skill(home, "pdf")
+    settings = Settings(presets=False, collision_policy="qualify", roots=tuple(
+        RootConfig(path=str(path), scope=scope, provider="custom", precedence=precedence)
+        for path, scope, precedence in ((admin, Scope.ADMIN, 200), (home, Scope.USER, 100),
+                                        (project, Scope.PROJECT, 70))))
+    expected = ["admin:pdf", "user:pdf", "admin"]
+    with SkillIndex.open(settings, db=db_url, env=env, index="later") as index:
+        index.reindex()
+        assert [w.name for w in index.winners()] == expected[:2]
+        index.reindex(paths=[write_skill(project, "admin")])
+        assert [w.name for w in index.winners()] == expected
+    with SkillIndex.open(settings, db=db_url, env=env, index="whole") as index:
+        index.reindex()
+        assert [w.name for w in index.winners()] == expected
+        [lower] = index.candidates(code="uri-collision")
+        assert lower.name == "admin"
+        assert index.read("skill://admin/pdf/SKILL.md").data == (
+            admin / "pdf" / "SKILL.md").read_bytes()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -160,7 +161,9 @@ def resolve(candidates: Iterable[Candidate], roots: Sequence[RootSpec], rules: R
             continue
         groups.setdefault(str(candidate.name), []).append(number)
     # A qualified name must not take a name, nor a skill:// path, some other skill has.
-    taken = Names(groups)
+    taken = Names()
+    for name, members in groups.items():
+        taken.add(name, ranked[members[0]].precedence)
     collisions: list[Collision] = []
     winners: dict[int, Winner] = {}
     for name, members in groups.items():
@@ -204,7 +207,7 @@ def rank(candidate: Candidate) -> tuple[int, int, str]:
 
 
 # Part of every stored resolution's key: bump it when the policy's results change.
-RESOLUTION_VERSION = 2
+RESOLUTION_VERSION = 3
 
 
 def set_key(runs: Sequence[tuple[str, int]], roots: Sequence[RootSpec], rules: Rules) -> str:
@@ -304,28 +307,38 @@ def _within(candidate: Candidate) -> str:
 class Names:
     """The names in use, and what a qualified name must avoid with them: a skill:// path meets
     another when one is the other or begins it (`kit` owns `skill://kit/pdf/SKILL.md` as its
-    file `pdf/SKILL.md`, so `kit:pdf` would name that file too)."""
+    file `pdf/SKILL.md`, so `kit:pdf` would name that file too). Each name keeps the highest
+    precedence of a skill holding it: a name held only below a skill's precedence is no reason
+    for that skill to give way, since the lower side of a collision is the one that loses."""
 
     def __init__(self, names: Iterable[str] = ()) -> None:
-        self._names: set[str] = set()
-        self._heads: set[str] = set()  # every proper `:`-prefix of a name in use
+        self._names: dict[str, float] = {}
+        self._heads: dict[str, float] = {}  # every proper `:`-prefix of a name in use
         self.update(names)
 
-    def update(self, names: Iterable[str]) -> None:
+    def update(self, names: Iterable[str], precedence: float = math.inf) -> None:
         for name in names:
-            self._names.add(name)
-            parts = name.split(":")
-            self._heads.update(":".join(parts[:cut]) for cut in range(1, len(parts)))
+            self.add(name, precedence)
+
+    def add(self, name: str, precedence: float) -> None:
+        if self._names.get(name, -math.inf) < precedence:
+            self._names[name] = precedence
+        parts = name.split(":")
+        for cut in range(1, len(parts)):
+            head = ":".join(parts[:cut])
+            if self._heads.get(head, -math.inf) < precedence:
+                self._heads[head] = precedence
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
-    def meets(self, name: str) -> bool:
-        """Whether `name`'s skill path is, begins or is begun by the path of a name in use."""
-        if name in self._names or name in self._heads:
-            return True
+    def meets(self, name: str, precedence: float = -math.inf) -> bool:
+        """Whether `name`'s skill path is, begins or is begun by the path of a name in use by
+        a skill of at least this precedence."""
         parts = name.split(":")
-        return any(":".join(parts[:cut]) in self._names for cut in range(1, len(parts)))
+        held = [self._names.get(name), self._heads.get(name),
+                *(self._names.get(":".join(parts[:cut])) for cut in range(1, len(parts)))]
+        return any(at is not None and at >= precedence for at in held)
 
 
 def apply_policy(name: str, group: list[Candidate], policy: str,
@@ -391,9 +404,10 @@ def _tied(group: list[Candidate]) -> list[Candidate]:
 def _qualified(name: str, group: list[Candidate], taken: Names) -> list[str]:
     """`<scope>:<name>`; where that is not unique, `<provider>.<scope>:<name>`; then
     `<provider>.<scope>.<n>:<name>`, n counting that provider's roots of that scope from 1 in
-    precedence order (1 = the nearest project directory). A form whose skill path meets one in
-    use (`Names.meets`) is passed over; the last form takes a further `.<k>` until it meets
-    none, so a qualification is never another skill's file."""
+    precedence order (1 = the nearest project directory). A form whose skill path meets a name
+    in use at the candidate's precedence or above (`Names.meets`) is passed over; the last form
+    takes a further `.<k>` until it meets none, so a qualification is never the file of a skill
+    that ranks with it or above; a lower skill it meets is the lower side of a `uri-collision`."""
     counts: dict[tuple[str, str], int] = {}
     labels: list[tuple[str, str, str]] = []
     for candidate in group:
@@ -402,16 +416,20 @@ def _qualified(name: str, group: list[Candidate], taken: Names) -> list[str]:
         scope = f"{candidate.provider}.{candidate.scope}"
         labels.append((str(candidate.scope), scope, f"{scope}.{counts[key]}"))
     names = []
-    for own in labels:
+    for own, candidate in zip(labels, group, strict=True):
+        # Only a name held at this skill's precedence or above makes it give way: one held
+        # below is the lower side of the collision, which loses it (`uri_collisions`).
+        above = candidate.precedence
         level = next((level for level in range(2)
                       if sum(other[level] == own[level] for other in labels) == 1
-                      and not taken.meets(f"{own[level]}:{name}")), 2)
+                      and not taken.meets(f"{own[level]}:{name}", above)), 2)
         label, more = own[level], 1
-        while level == 2 and taken.meets(f"{label}:{name}"):
+        while level == 2 and taken.meets(f"{label}:{name}", above):
             more += 1
             label = f"{own[2]}.{more}"
         names.append(f"{label}:{name}")
-    taken.update(names)
+    for qualified, candidate in zip(names, group, strict=True):
+        taken.add(qualified, candidate.precedence)
     return names
 
 

@@ -108,10 +108,11 @@ def update(session: Session, index_name: str, roots: Sequence[RootSpec], rules: 
     stored = {cid: (ordinal, name, collision)
               for ordinal, name, cid, collision in resolved.winners_of(session, found,
                                                                        sorted(judged))}
-    taken: list[str] = []
+    taken: list[tuple[str, int]] = []
     if rules.policy == resolve.QUALIFY:  # the names in use that are not judged again
-        taken = [name for name, cid in resolved.winner_rows(session, found)
-                 if cid not in judged]
+        taken = [(name, specs[root].precedence)
+                 for name, cid, root in resolved.winner_rows(session, found)
+                 if cid not in judged and root in specs]
     fresh = [(name, cid, collision)
              for name, cid, collision in materialize(rows, roots, rules, taken=taken)]
     kept = {cid for _name, cid, _collision in fresh if cid not in stale}
@@ -209,7 +210,7 @@ def record_collisions(session: Session, index_name: str, roots: Sequence[RootSpe
 
 def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
                 contested: Collection[str] | None = None,
-                taken: Iterable[str] = ()) -> Iterator[Materialized]:
+                taken: Iterable[tuple[str, int]] = ()) -> Iterator[Materialized]:
     """The winners `resolve.resolve` would give, in its order, from a few columns per candidate.
 
     Names declared once (nearly all of them) need no Candidate at all; only the candidates of a
@@ -217,8 +218,9 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
     more than are (the store counts names before filters); None counts them here. A row's real
     directory may be None where no other row shares it (see `resolved.resolvable`). The
     winners are yielded in order, so a resolution of 100,000 skills is written without a copy.
-    `taken`: names in use besides these rows' (what `qualify` must avoid), when `rows` are
-    only some of the roots' candidates.
+    `taken`: names in use besides these rows', each with the precedence of its skill (what
+    `qualify` must avoid at that precedence or below), when `rows` are only some of the roots'
+    candidates.
     """
     if rules.policy not in COLLISION_POLICIES:
         raise ValueError(f"unknown collision policy {rules.policy!r}")
@@ -250,9 +252,13 @@ def materialize(rows: Sequence[Row], roots: Sequence[RootSpec], rules: Rules,
             groups.setdefault(name, []).append(len(eligible))
         eligible.append(row)
     del by_root
-    # Qualified names must avoid every name in use; no other policy asks.
-    names = resolve.Names(itertools.chain((row[1] for row in eligible), taken)
-                          if rules.policy == resolve.QUALIFY else ())
+    # Qualified names must avoid every name in use at their precedence or above; no other
+    # policy asks.
+    names = resolve.Names()
+    if rules.policy == resolve.QUALIFY:
+        for name, precedence in itertools.chain(
+                ((row[1], specs[row[3]].precedence) for row in eligible), taken):
+            names.add(name, precedence)
     judged: dict[int, Materialized | None] = {}
     for name, members in groups.items():
         if len(members) < 2:

@@ -304,10 +304,13 @@ def descriptions(session: Session, ids: Sequence[int]) -> dict[int, str]:
     return found
 
 
-def winner_rows(session: Session, set_id: int) -> list[tuple[str, int]]:
-    """(catalog name, candidate id) of every winner of the set."""
-    return [(str(name), int(cid)) for name, cid in session.connection().execute(
-        select(ResolvedWinner.name, ResolvedWinner.candidate_id)
+def winner_rows(session: Session, set_id: int) -> list[tuple[str, int, str]]:
+    """(catalog name, candidate id, root path) of every winner of the set: the root tells
+    the precedence a name is held at."""
+    return [(str(name), int(cid), str(root)) for name, cid, root in session.connection().execute(
+        select(ResolvedWinner.name, ResolvedWinner.candidate_id, Root.path)
+        .join(Candidate, Candidate.id == ResolvedWinner.candidate_id)
+        .join(Root, Root.id == Candidate.root_id)
         .where(ResolvedWinner.set_id == set_id))]
 
 
