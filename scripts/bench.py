@@ -478,9 +478,24 @@ def main() -> None:
                         "(scripts/registrybench.py): DIR is the registry extracted, one folder "
                         "per skill; the sizes default to its own and 100,000; the indexes are "
                         "kept under --work for the next run")
+    parser.add_argument("--signatures", action="store_true",
+                        help="only what signatures cost (scripts/signbench.py): a cold index "
+                        "of unsigned skills with signatures = record against off, and the "
+                        "time to verify one signed skill (sizes default to 10,000)")
     args = parser.parse_args()
     SHAPE[0] = args.tree
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    if args.signatures:
+        from scripts import signbench
+
+        work = Path(tempfile.mkdtemp(prefix="skillindex-signatures-", dir=args.work))
+        try:
+            for size in args.sizes or [10_000]:
+                result = signbench.run(work, size, args.repeat)
+                print(json.dumps(result) if args.json else signbench.table(result), flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if args.registry_scale:
         from scripts import registrybench
 
