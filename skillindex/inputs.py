@@ -285,10 +285,13 @@ class _Class:
     ranges: tuple[tuple[str, str], ...]
     negated: bool
 
-    def __contains__(self, char: object) -> bool:
-        found = char in self.chars or any(low <= char <= high  # type: ignore[operator]
-                                          for low, high in self.ranges)
-        return found != self.negated
+    @property
+    def regex(self) -> str:
+        members = "".join(re.escape(char) for char in sorted(self.chars)) + "".join(
+            f"{re.escape(low)}-{re.escape(high)}" for low, high in self.ranges if low <= high)
+        if not members:  # an empty class (`[z-a]`) matches nothing; its complement, anything
+            return "." if self.negated else "(?!)"
+        return f"[{'^' if self.negated else ''}{members}]"
 
 
 _Token = str | _Class | None  # a literal character, a class, `?` (None); `*` is a split
@@ -299,41 +302,22 @@ class Glob:
     """A compiled glob (fnmatch's case-sensitive grammar: `*`, `?`, `[seq]`, `[!seq]`)."""
 
     pattern: str
-    # The pattern cut at its stars: each part must match in order, the first at the start
-    # and the last at the end unless a star stands there.
-    parts: tuple[tuple[_Token, ...], ...]
+    # The parts between stars in order, the first anchored at the start and the last at the
+    # end; each middle part is an atomic group taken at its first fit, which never leaves
+    # less room for the parts after it, so no choice is revisited (no backtracking).
+    regex: re.Pattern[str]
 
     def __call__(self, name: str) -> bool:
-        parts = self.parts
-        if len(parts) == 1:
-            return len(name) == len(parts[0]) and _fits(parts[0], name, 0)
-        first, last = parts[0], parts[-1]
-        if len(name) < len(first) + len(last) or not _fits(first, name, 0) or not _fits(
-                last, name, len(name) - len(last)):
-            return False
-        position, end = len(first), len(name) - len(last)
-        # Each middle part taken at its first fit: a later fit never leaves more room for the
-        # parts after it, so no choice is revisited (no backtracking, no blow-up).
-        for part in parts[1:-1]:
-            while position + len(part) <= end and not _fits(part, name, position):
-                position += 1
-            if position + len(part) > end:
-                return False
-            position += len(part)
-        return True
+        return self.regex.fullmatch(name) is not None
 
 
-def _fits(part: tuple[_Token, ...], name: str, start: int) -> bool:
-    for offset, token in enumerate(part):
-        char = name[start + offset]
-        if token is None:
-            continue
-        if isinstance(token, str):
-            if token != char:
-                return False
-        elif char not in token:
-            return False
-    return True
+def _regex(parts: list[list[_Token]]) -> re.Pattern[str]:
+    texts = ["".join(re.escape(t) if isinstance(t, str) else "." if t is None else t.regex
+                     for t in part) for part in parts]
+    if len(texts) == 1:
+        return re.compile(texts[0], re.DOTALL)
+    middle = "".join(f"(?>.*?{text})" for text in texts[1:-1])
+    return re.compile(f"{texts[0]}{middle}.*{texts[-1]}", re.DOTALL)
 
 
 def check_glob(pattern: str, *, source: str | None = None, key: str | None = None) -> str:
@@ -349,7 +333,7 @@ def check_glob(pattern: str, *, source: str | None = None, key: str | None = Non
 def compile_glob(pattern: str) -> Glob:
     """The one compiler of globs from settings, in time linear in the pattern's length."""
     check_glob(pattern)
-    parts: list[tuple[_Token, ...]] = []
+    parts: list[list[_Token]] = []
     current: list[_Token] = []
     closing_left = True  # once no `]` follows a `[`, none follows any later one either
     index, size = 0, len(pattern)
@@ -357,7 +341,7 @@ def compile_glob(pattern: str) -> Glob:
         char = pattern[index]
         index += 1
         if char == "*":
-            parts.append(tuple(current))
+            parts.append(current)
             current = []
             while index < size and pattern[index] == "*":
                 index += 1
@@ -373,8 +357,8 @@ def compile_glob(pattern: str) -> Glob:
                 index = after
         else:
             current.append(char)
-    parts.append(tuple(current))
-    return Glob(pattern, tuple(parts))
+    parts.append(current)
+    return Glob(pattern, _regex(parts))
 
 
 def _class(pattern: str, start: int) -> tuple[_Class | None, int]:
@@ -403,4 +387,9 @@ def _class(pattern: str, start: int) -> tuple[_Class | None, int]:
 def first_match(patterns: Iterable[str], names: Iterable[str]) -> str | None:
     """The first pattern that matches any of the names."""
     names = tuple(names)
-    return next((p for p in patterns if any(compile_glob(p)(n) for n in names)), None)
+    for pattern in patterns:
+        matches = compile_glob(pattern)
+        for name in names:
+            if matches(name):
+                return pattern
+    return None
