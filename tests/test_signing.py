@@ -340,3 +340,35 @@ def test_a_lock_pins_the_signer_and_verify_names_a_change(world: World,
     code, output = run("verify", "--lock", "skills-lock.json")
     assert code == 1
     assert f"pdf: signed by {entry.signer} when locked, unsigned now" in output
+
+
+def test_explain_shows_the_signer_and_why_a_signature_failed(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+
+    private, public = keypair(world.tmp, "publisher")
+    sign_with_key(world.skill(), private)
+    sign_with_key(world.skill("deploy"), private)
+    (world.root / "deploy" / "added.md").write_text("later\n")
+    config = world.tmp / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{world.root}"\n'
+                      f'signature_key = "{public}"\n')
+    for name, value in {"SKILLINDEX_CONFIG": config, "HOME": world.tmp / "home",
+                        "SKILLINDEX_DB": world.db_url}.items():
+        monkeypatch.setenv(name, str(value))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex"], catch_exceptions=False).exit_code == 0
+
+    pdf = runner.invoke(cli, ["explain", "pdf"], catch_exceptions=False).output
+    deploy = runner.invoke(cli, ["explain", "deploy"], catch_exceptions=False).output
+    data = json.loads(runner.invoke(cli, ["explain", "pdf", "--json"],
+                                    catch_exceptions=False).output)
+
+    assert "signed by key:sha256:" in pdf
+    assert "signature failed: files the signature does not cover: added.md" in deploy
+    [signature] = data["signatures"].values()
+    assert signature["status"] == "verified" and signature["signer"].startswith("key:sha256:")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -434,10 +435,14 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
                     else withheld_reason(index.manifests([winner])[0]))
         origins = {str(v.candidate.path): index.origin(v.candidate)
                    for v in explanation.verdicts}
+        signed = index.signatures([v.candidate for v in explanation.verdicts])
     if options.json:
         print_json({**explanation.as_dict(),
                     "mcp": {"served": withheld is None, "reason": withheld},
-                    "origins": {path: found for path, found in origins.items() if found}})
+                    "origins": {path: found for path, found in origins.items() if found},
+                    "signatures": {str(v.candidate.path): json.loads(signature.to_json())
+                                   for v in explanation.verdicts
+                                   if (signature := signed.get(v.candidate.id)) is not None}})
         return
     for each in explanation.winners:
         alias = f" as {each.name}" if each.name != explanation.name else ""
@@ -454,6 +459,11 @@ def explain(ctx: click.Context, name: str, as_json: bool) -> None:
         echo(f"  {verdict.outcome:<9}  {c.precedence:>4}  {c.scope:<7}  {c.provider:<14}  "
                    f"{c.path}")
         echo(f"  {'':<9}  {verdict.reason}")
+        signature = signed.get(c.id)
+        if signature is not None:
+            echo(f"  {'':<9}  " + (f"signed by {signature.signer}"
+                                   if signature.status == "verified"
+                                   else f"signature {signature.status}: {signature.reason}"))
         found = origins.get(str(c.path))
         if found is not None:
             echo(f"  {'':<9}  fetched from {found['url']} ({found['digest']})"
