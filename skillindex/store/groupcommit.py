@@ -95,12 +95,17 @@ class GroupCommit:
     def _lead(self) -> None:
         # The leader's ticket is the first waiting: it arrived when nobody led, or was handed
         # the lead as the first to arrive during the last transaction.
-        with self._lock:
-            batch = self._waiting[:self._batch]
-            del self._waiting[:self._batch]
+        batch: list[_Ticket] = []
         try:
+            with self._lock:
+                batch = self._waiting[:self._batch]
+                del self._waiting[:self._batch]
             self._commit(batch)
         finally:
+            # Interrupted before its transaction began: nobody knows those rows' fate but that
+            # they were not written, and no caller may wait for them forever.
+            _settle([ticket for ticket in batch if ticket.state != _DONE],
+                    StoreError("the audit append was interrupted; nothing was disclosed"))
             with self._lock:
                 self._pass_lead()
 
