@@ -32,6 +32,7 @@ from skillindex.errors import (
     StoreError,
     TooLargeError,
     UnindexedFileError,
+    UriCollisionError,
 )
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ __all__ = [
     "StoreError",
     "TooLargeError",
     "UnindexedFileError",
+    "UriCollisionError",
 ]
 __version__ = "0.1.0"
 

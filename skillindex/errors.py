@@ -165,6 +165,11 @@ class AmbiguousUriError(PathRefusedError):
     no surface serves it."""
 
 
+class UriCollisionError(PathRefusedError):
+    """A skill whose skill:// URIs meet those of a skill of higher precedence: the lower side
+    of the collision, which every surface withholds."""
+
+
 class IntegrityError(RefusedError):
     """The file on disk is not the file that was indexed."""
 

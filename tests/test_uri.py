@@ -27,6 +27,7 @@ from tests.conftest import isolate_home
 from tests.test_serve_mcp import content_bytes, sha256
 
 REFUSED = "refused"
+WITHHELD = f"{REFUSED}: UriCollisionError"  # the lower side of a URI collision
 
 
 @dataclass
@@ -293,8 +294,8 @@ def test_the_reindex_records_a_plugin_beside_a_skill_of_its_name_on_the_lower_on
         found = collided(index)
         [plugin] = list(found)
         assert plugin != str(kit)
-        assert all("skill://kit/pdf/" in m and "'kit:pdf'" in m and "MCP withholds 'kit:pdf'"
-                   in m for m in found[plugin])
+        assert all("skill://kit/pdf/" in m and "'kit:pdf'" in m
+                   and "every surface withholds 'kit:pdf'" in m for m in found[plugin])
         # A warning: both still win their names; the URIs they share are the higher one's.
         assert {"kit", "kit:pdf"} <= {w.name for w in index.winners()}
         assert not index.rejections(code="uri-collision")
@@ -400,9 +401,16 @@ TAKEOVER = {"roots": [("admin", 200, "admin"), ("project", 70, "project")],
 QUALIFIED = {"roots": [("admin", 200, "admin"), ("user", 100, "user")],
              "skills": [("admin", "s0", "pdf", []), ("user", "s1", "pdf", []),
                         ("user", "s2", "user", ["pdf/SKILL.md"])], "policy": "qualify"}
+# Under qualify, a project skill `admin` holding pdf/SKILL.md beside the admin's and the user's
+# `pdf`: the admin's keeps `admin:pdf`, whose URIs are its own; the project's `admin` is withheld.
+LABELLED = {"roots": [("admin", 200, "admin"), ("user", 100, "user"), ("project", 70, "project")],
+            "skills": [("admin", "s0", "pdf", []), ("user", "s1", "pdf", []),
+                       ("project", "s2", "admin", ["pdf/SKILL.md", "forms.md"])],
+            "policy": "qualify"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(drawn=LABELLED)
 @example(drawn=TAKEOVER)
 @example(drawn=QUALIFIED)
 @given(drawn=trees())
@@ -414,11 +422,15 @@ def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
             isolate_home(base, patch)
             tree = build(base, drawn)
             # Every file of every winner, by the URI of its catalog name, and its digest.
+            # A URI two winners' files share is the higher one's: the first in catalog order.
+            listed: dict[str, str] = {}
             with tree.open() as index:
-                listed = {f"skill://{m.name.replace(':', '/')}/{f.rel_path}": f"sha256:{f.sha256}"
-                          for m in index.manifests(index.winners()) for f in m.files}
+                for m in index.manifests(index.winners()):
+                    for f in m.files:
+                        listed.setdefault(f"skill://{m.name.replace(':', '/')}/{f.rel_path}",
+                                          f"sha256:{f.sha256}")
             served, seen = every_surface(tree, list(listed))
-    ambiguous = f"{REFUSED}: AmbiguousUriError"
+    refused = (f"{REFUSED}: AmbiguousUriError", WITHHELD)
     for uri, digest in served.digests.items():
         answers = seen[uri]
         for surface in ("library", "mcp", "fast"):
@@ -429,7 +441,7 @@ def test_every_published_uri_reads_back_as_its_digest_on_every_surface(
     for uri, digest in listed.items():
         answers = seen[uri]
         assert answers["fast"] in (None, answers["library"]), (uri, answers)
-        if answers["library"] == ambiguous:
+        if answers["library"] in refused:
             assert uri not in served.digests and answers["mcp"] == REFUSED, (uri, answers)
             continue
         assert sha256(answers["library"]) == digest, (uri, answers)
@@ -526,7 +538,7 @@ def test_the_lower_side_of_a_uri_collision_is_the_one_withheld(
         served = mcp_view(index, ["skill://pdf/forms/SKILL.md"])
         shared = index.read("skill://pdf/forms/SKILL.md").data
     [path] = found
-    assert f"MCP withholds {lower!r}" in found[path][0]
+    assert f"every surface withholds {lower!r}" in found[path][0]
     assert path.endswith("forms/SKILL.md" if lower == "pdf:forms" else "admin/pdf/SKILL.md")
     published = {uri.removeprefix("skill://").rsplit("/", 1)[0] for uri in served.entries}
     assert higher.replace(":", "/") in published
@@ -536,6 +548,57 @@ def test_the_lower_side_of_a_uri_collision_is_the_one_withheld(
                       / "forms" / "SKILL.md").read_bytes())
     assert shared == expected
     assert served.reads["skill://pdf/forms/SKILL.md"] == expected
+
+
+# The spellings of the lower side's URIs that no reading gives to the higher skill: the
+# literal-colon `skill://pdf:forms` used to serve the plugin's skill that MCP withholds.
+LOWER_URIS = {"pdf:forms": ["skill://pdf:forms", "skill://pdf:forms/SKILL.md"],
+              "pdf": ["skill://pdf", "skill://pdf/SKILL.md"]}
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(("precedence", "higher", "lower"),
+                         [(200, "pdf", "pdf:forms"), (10, "pdf:forms", "pdf")],
+                         ids=["admin-above-plugin", "plugin-above-custom"])
+def test_every_surface_withholds_the_lower_side_of_a_uri_collision(
+        home: Path, db_url: str, precedence: int, higher: str, lower: str) -> None:
+    tree = plugin_beside(home, db_url, precedence)
+    with tree.open() as index:
+        index.reindex()
+    uris = LOWER_URIS[lower]
+    _, seen = every_surface(tree, uris)
+    for uri in uris:
+        assert seen[uri]["library"] == WITHHELD, (uri, seen[uri])
+        assert seen[uri]["mcp"] == REFUSED, (uri, seen[uri])
+        # The sqlite3 fast path answers it itself; on PostgreSQL it leaves it to the library.
+        fast = (WITHHELD,) if db_url.startswith("sqlite") else (None, WITHHELD)
+        assert seen[uri]["fast"] in fast, (uri, seen[uri])
+    argv = ["--config", str(tree.config), "--db", db_url, "--cwd", str(home), "read"]
+    for uri in uris:
+        result = CliRunner().invoke(cli, [*argv, uri])
+        assert result.exit_code == 4, result.output
+        assert result.stderr.startswith(
+            f"skillindex: error: skill {lower} is withheld (uri-collision): "), result.stderr
+        assert f"they are the files of {higher!r}, which takes precedence" in result.stderr
+        assert result.stderr.count("\n") == 1
+    with tree.open() as index:
+        assert [e.outcome for e in index.audit()][-1] == "refused"
+
+
+def test_the_agentskills_provider_withholds_the_lower_side_of_a_uri_collision(
+        home: Path) -> None:
+    pytest.importorskip("agentskills_core", reason="agentskills-core needs Python 3.12 or newer")
+    from agentskills_core import ResourceNotFoundError
+
+    from skillindex.agentskills import IndexProvider
+
+    tree = plugin_beside(home, str(home / "index.sqlite"), 200)
+    with tree.open() as index:
+        index.reindex()
+        provider = IndexProvider(index)
+        with pytest.raises(ResourceNotFoundError, match="withheld \\(uri-collision\\)"):
+            anyio.run(provider.get_body, "pdf:forms")
+        assert "admin's" in anyio.run(provider.get_body, "pdf")
 
 
 @pytest.mark.parametrize("db_backend", ["sqlite", "postgresql"])

@@ -187,8 +187,10 @@ CODES: dict[str, Code] = {
     "uri-collision": Code(
         "Two skills' files have one skill:// URI",
         "A warning the reindex records when a plugin's skill (`kit:pdf`) sits beside a skill "
-        "named like the plugin (`kit`): on the one of lower precedence, whose shared URIs are "
-        "the other's on every surface and which MCP withholds; or on each skill of one name "
+        "named like the plugin (`kit`), or a qualified name beside a lower skill named like its "
+        "label (`admin:pdf`, `admin`): on the one of lower precedence, whose shared URIs are "
+        "the other's and which every surface withholds (`UriCollisionError`, exit 4, naming "
+        "the other); or on each skill of one name "
         "that collision_policy keep-all keeps, whose URIs every surface refuses and MCP "
         "serves none of: rename the skill, or choose another collision policy."),
     "name-confusable": Code(

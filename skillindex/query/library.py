@@ -147,6 +147,10 @@ class Library:
         with self.session() as session:
             return feeds.skill_facts(session, candidate_ids)
 
+    def uri_collision(self, candidate_id: int) -> str | None:
+        with self.session() as session:
+            return queries.uri_collision(session, candidate_id)
+
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         with self.session() as session:
             return queries.manifest_file(session, candidate_id, rel_path)

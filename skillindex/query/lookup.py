@@ -19,6 +19,7 @@ from skillindex.errors import (
     SkillIndexError,
     SkillNotFoundError,
     SkillRejectedError,
+    UriCollisionError,
 )
 from skillindex.model import Candidate, Finding, ManifestFile, RiskPolicy, Severity
 from skillindex.query import advisories, disclose, lockfile, staleness, trust
@@ -76,6 +77,10 @@ class Store(Protocol):
 
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None: ...
 
+    def uri_collision(self, candidate_id: int) -> str | None:
+        """The `uri-collision` warning the reindex recorded on this candidate, if any."""
+        ...
+
     def root_scans(self, here: Here) -> staleness.Scans: ...
 
 
@@ -109,6 +114,14 @@ def locate(store: Store, here: Here,
     refs = [ref for ref in options if is_text(ref.name)]
     place, found, expected = _first(store, here, [(ref.name, ref.file) for ref in refs],
                                     shown=options[-1].name, hint=len(options) == 1, uri=uri)
+    if not _several(found):  # keep-all's warning is on each winner, refused as ambiguous
+        collided = store.uri_collision(found.candidate.id)
+        if collided is not None:
+            # Any spelling of its URIs (`skill://kit:pdf`, which no other skill's path
+            # reads as its own) reaches the lower side: each surface withholds it, as MCP does.
+            raise UriCollisionError(
+                f"skill {shown_name(found.name)} is withheld (uri-collision): {collided}; "
+                f"`skillindex explain {shown_name(found.name)}` shows both", skill=found.name)
     return refs[place], found.candidate, expected
 
 

@@ -176,6 +176,12 @@ class Fast:
                     ) -> dict[int, tuple[str | None, str | None]]:
         raise Unanswered
 
+    def uri_collision(self, candidate_id: int) -> str | None:
+        found = fastpath.uri_collision(self.connection, candidate_id)
+        if found is None:
+            raise Unanswered
+        return found or None
+
     def manifest_file(self, candidate_id: int, rel_path: str) -> ManifestFile | None:
         raise Unanswered
 

@@ -452,7 +452,7 @@ def uri_collisions(winners: Iterable[tuple[str, int]]) -> dict[int, list[str]]:
     of a name with several (keep-all: each of its URIs names a file of each), and, of a name
     that begins another's skill path (the skill `kit` and the plugin skill `kit:pdf` both
     name `skill://kit/pdf/SKILL.md`), the one of lower precedence only: the URIs they share
-    are the higher one's on every surface, and MCP withholds the lower. Only the winners
+    are the higher one's, and every surface withholds the lower. Only the winners
     that can meet need be given: names holding `:`, the names they begin, repeated names."""
     by_name: dict[str, list[int]] = {}
     for name, cid in winners:
@@ -480,5 +480,5 @@ def uri_collisions(winners: Iterable[tuple[str, int]]) -> dict[int, list[str]]:
                 note(by_name[lower], (
                     f"the URIs under skill://{path}/ would name files of both the skill "
                     f"{head!r} and the skill {name!r}; they are the files of {higher!r}, "
-                    f"which takes precedence, and MCP withholds {lower!r}"))
+                    f"which takes precedence, and every surface withholds {lower!r}"))
     return found

@@ -142,6 +142,16 @@ def stored_wins(connection: sqlite3.Connection, index_name: str, roots: Sequence
     return _in_stored_set(connection, index_name, roots, key_of, read)
 
 
+def uri_collision(connection: sqlite3.Connection, candidate_id: int) -> str | None:
+    """The `uri-collision` warning recorded on the candidate, "" when none; None when the
+    database fails."""
+    try:
+        row = connection.execute(sql.URI_COLLISION, {"candidate_id": candidate_id}).fetchone()
+    except sqlite3.Error:
+        return None
+    return "" if row is None else str(row[0])
+
+
 Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
                dict[str, tuple[bool, datetime | None]], dict[int, str]]
 

@@ -479,6 +479,12 @@ def approve(session: Session, index_name: str, name: str, digest: str, *, at: da
     return True
 
 
+def uri_collision(session: Session, candidate_id: int) -> str | None:
+    """The `uri-collision` warning recorded on the candidate (`sql.URI_COLLISION`), if any."""
+    found = session.execute(text(sql.URI_COLLISION), {"candidate_id": candidate_id}).scalar()
+    return None if found is None else str(found)
+
+
 def manifest_files(session: Session,
                    candidate_ids: Sequence[int]) -> dict[int, list[model.ManifestFile]]:
     """The manifests of these candidates, each sorted by relative path."""

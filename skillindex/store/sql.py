@@ -100,6 +100,10 @@ COLLISIONS = ("SELECT collision FROM resolved_winner WHERE set_id = :set_id "
 # The names of those collisions (SQLite's JSON functions: the listing needs nothing else).
 COLLIDED_NAMES = ("SELECT json_extract(collision, '$.name') FROM resolved_winner "
                   "WHERE set_id = :set_id AND collision IS NOT NULL ORDER BY ordinal")
+# The `uri-collision` warning the reindex recorded on a winner: on the lower side of two
+# skills whose URIs meet, which every surface withholds (`lookup.locate`).
+URI_COLLISION = ("SELECT message FROM finding WHERE candidate_id = :candidate_id "
+                 "AND code = 'uri-collision' ORDER BY id LIMIT 1")
 MANIFEST_FILE = ("SELECT rel_path, size, xxh3, sha256 FROM resource "
                  "WHERE candidate_id = :candidate_id AND rel_path = :rel_path")
 
