@@ -27,6 +27,7 @@ JSON_TEXT_OF_THEIR_OWN = {
     "index/risk.py": "a risk record the index wrote",
     "index/dialect.py": "`HostFields.from_json`: a JSON column the index wrote",
     "index/signing.py": "`Signature.from_json`: a JSON column the index wrote",
+    "cli/index.py": "`explain --json`: a signature record the index itself encodes",
     "extras.py": "the installer's direct_url.json of skillindex's own distribution",
     "serve/gates.py": "an HTTP body, bounded in size and depth by the request gates before it",
     "serve/hosts.py": "`raw_decode` of members of text inputs.load_json already parsed whole",
