@@ -95,3 +95,12 @@ def test_the_installed_wheel_indexes_catalogs_and_reads(installed: Path,
                    "db", "upgrade")
     assert migrated.returncode == 0, migrated.stderr
     assert json.loads(migrated.stdout)["revision"]
+
+
+def test_the_wheel_carries_the_license(wheel: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        licenses = [name for name in archive.namelist() if name.endswith("/licenses/LICENSE")]
+        assert licenses
+        assert archive.read(licenses[0]).startswith(b"MIT License")
