@@ -207,6 +207,10 @@ class SkillIndex:
         """The `argument-hint` of each winner that declares one, by candidate id."""
         return listing.argument_hints(self._store, self._here)
 
+    def signers(self) -> dict[int, str]:
+        """The signer of each winner whose `skill.oms.sig` was verified, by candidate id."""
+        return listing.signers(self._store, self._here)
+
     def collisions(self) -> list[Collision]:
         """Every name more than one file of this directory's roots declares."""
         return listing.collisions(self._store, self._here)

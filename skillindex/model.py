@@ -413,6 +413,7 @@ class StoredSkill:
     resolution: str | None  # that resolution's key; None when the winners were resolved anew
     frontmatter: dict[str, object]  # exactly as the file declared it (empty if unparsable)
     files: tuple[ManifestFile, ...]  # sorted by relative path, SKILL.md included
+    signer: str | None = None  # who signed it, when its `skill.oms.sig` was verified
 
     @property
     def size(self) -> int:

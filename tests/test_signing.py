@@ -372,3 +372,91 @@ def test_explain_shows_the_signer_and_why_a_signature_failed(
     assert "signature failed: files the signature does not cover: added.md" in deploy
     [signature] = data["signatures"].values()
     assert signature["status"] == "verified" and signature["signer"].startswith("key:sha256:")
+
+
+def signed_tree(world: World) -> tuple[Path, str]:
+    """The root's `pdf` signed by its key, `deploy` signed and then changed (a risk finding
+    under record), `plain` unsigned; the settings file naming the key, and pdf's signer."""
+    private, public = keypair(world.tmp, "publisher")
+    sign_with_key(world.skill(), private)
+    sign_with_key(world.skill("deploy"), private)
+    (world.root / "deploy" / "added.md").write_text("later\n")
+    world.skill("plain")
+    config = world.tmp / "config.toml"
+    config.write_text(f'[skills]\npresets = false\n\n[[roots]]\npath = "{world.root}"\n'
+                      f'signature_key = "{public}"\n')
+    signatures = world.index(signature_key=str(public))
+    signature = signatures["pdf"][1]
+    assert signature is not None and signature.signer is not None
+    assert signatures["deploy"][1] is not None and signatures["deploy"][1].status == "failed"
+    return config, signature.signer
+
+
+def test_list_names_the_signer_of_each_verified_signature_on_both_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: Environment) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from skillindex.cli import cli
+    from tests.conftest import isolate_home
+
+    isolate_home(tmp_path, monkeypatch)
+    db = tmp_path / "index.sqlite"
+    world = World(tmp_path, tmp_path / "skills", str(db), env)
+    config, signer = signed_tree(world)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--config", str(config), "--db", str(db), "reindex"],
+                         catch_exceptions=False).exit_code == 0
+
+    def printed(*command: str, quick: bool) -> str:
+        # A URL with a query is not taken by the sqlite3 path: the library answers.
+        where = str(db) if quick else f"sqlite:///{db}?timeout=15"
+        done = runner.invoke(cli, ["--config", str(config), "--db", where, *command],
+                             catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        return done.stdout
+
+    listed = printed("--json", "list", quick=True)
+    assert listed == printed("--json", "list", quick=False)
+    by_name = {entry["name"]: entry for entry in json.loads(listed)}
+    assert by_name["pdf"]["signer"] == signer
+    assert "signer" not in by_name["deploy"] and "signer" not in by_name["plain"]
+    table = printed("list", quick=True)
+    assert table == printed("list", quick=False)
+    head, *rows = table.splitlines()
+    assert head.split()[:2] == ["NAME", "SIGNER"]
+    cells = {row.split()[0]: row.split()[1] for row in rows}
+    assert cells == {"deploy": "-", "pdf": signer, "plain": "-"}
+
+
+def test_the_report_page_names_each_signer(world: World) -> None:
+    from skillindex.query.reportpage import render
+
+    config, signer = signed_tree(world)
+    with SkillIndex.open(str(config), db=world.db_url, env=world.env) as index:
+        report = index.report()
+    assert report.signers == (("pdf", signer),)
+    assert report.as_dict()["signers"] == [{"skill": "pdf", "signer": signer}]
+    assert f"<td>pdf</td><td>{signer}</td>" in render(report)
+
+
+def test_the_mcp_listing_names_the_signer_in_meta(world: World) -> None:
+    import anyio
+    from mcp import Client
+
+    from skillindex.serve.mcp import create_server
+    from skillindex.serve.skills import SIGNER_META
+    from tests.test_serve_mcp import call
+
+    config, signer = signed_tree(world)
+    with SkillIndex.open(str(config), db=world.db_url, env=world.env) as index:
+        async def main() -> None:
+            async with Client(create_server(index)) as client:
+                entries = (await call(client, "skills/list", {}))["skills"]
+                resources = (await client.list_resources()).resources
+            metas = {e["uri"]: e.get("_meta") for e in entries}
+            assert metas == {"skill://pdf/SKILL.md": {SIGNER_META: signer},
+                             "skill://deploy/SKILL.md": None, "skill://plain/SKILL.md": None}
+            assert {str(r.uri): r.meta for r in resources} == metas
+        anyio.run(main)

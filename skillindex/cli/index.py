@@ -319,8 +319,9 @@ def roots(ctx: click.Context, as_json: bool) -> None:
         echo(f"  problem: {problem.path}: {problem.message} [{problem.code}]")
 
 
-def _hinted(entry: dict[str, Any], hint: str | None) -> dict[str, Any]:
-    return {**entry, "argument_hint": hint} if hint else entry
+def _hinted(entry: dict[str, Any], hint: str | None, signer: str | None) -> dict[str, Any]:
+    return {**entry, **({"argument_hint": hint} if hint else {}),
+            **({"signer": signer} if signer else {})}
 
 
 def _root_state(state: Any) -> str:
@@ -366,8 +367,9 @@ def _list_json(options: Options) -> None:
             print_json_array(entries)
             return
     with options.open() as index:
-        hinted = index.argument_hints()
-        print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id))
+        hinted, signed = index.argument_hints(), index.signers()
+        print_json_array(_hinted(winner.as_dict(), hinted.get(winner.candidate.id),
+                                 signed.get(winner.candidate.id))
                          for winner in index.iter_winners())
 
 
@@ -379,14 +381,16 @@ def _list(options: Options) -> None:
                             index=options.index)
     if found is not None:
         columns, names, note, hints = found.columns, found.collisions, found.note, found.hints
+        signers = found.signers
     else:
         with options.open() as index:
-            hinted = index.argument_hints()
+            hinted, signed = index.argument_hints(), index.signers()
             listed = list(index.iter_winners())
             rows = [[w.name, w.candidate.scope, w.candidate.provider, w.candidate.precedence,
                      finding_codes(w.candidate), w.candidate.path] for w in listed]
             columns = list(zip(*rows, strict=True))
             hints = [hinted.get(w.candidate.id, "") for w in listed] if hinted else []
+            signers = [signed.get(w.candidate.id, "") for w in listed] if signed else []
             names = [c.name for c in index.collisions()]
             note = index.staleness()
     empty = not any(columns)
@@ -396,11 +400,15 @@ def _list(options: Options) -> None:
     elif empty:
         echo("no skills in the catalog; `skillindex candidates` shows what was found and "
              "`skillindex explain NAME` why a skill is left out")
-    elif hints:  # a column of its own only where some skill declares an argument-hint
-        column_table(["name", "args", "scope", "provider", "prec", "warnings", "path"],
-                     [columns[0], [hint or "-" for hint in hints], *columns[1:]])
     else:
-        column_table(["name", "scope", "provider", "prec", "warnings", "path"], columns)
+        # A column of its own only where some skill declares an argument-hint, or was signed.
+        heads, cells = ["name"], [columns[0]]
+        for head, column in (("args", hints), ("signer", signers)):
+            if column:
+                heads.append(head)
+                cells.append([cell or "-" for cell in column])
+        column_table([*heads, "scope", "provider", "prec", "warnings", "path"],
+                     [*cells, *columns[1:]])
     if names:
         # One line, however many: each collision is data (`--json`: collision), and explain
         # tells the whole story of a name.

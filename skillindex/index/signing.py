@@ -54,6 +54,14 @@ class Signature:
             return None
 
 
+def signers(stored: Mapping[int, str | None]) -> dict[int, str]:
+    """The signer of each candidate whose stored signature (JSON) was verified: a failed or
+    unproven one names nobody, its finding says why."""
+    found = {cid: Signature.from_json(text) for cid, text in stored.items()}
+    return {cid: signature.signer for cid, signature in found.items()
+            if signature is not None and signature.status == VERIFIED and signature.signer}
+
+
 def examine(directory: str, files: Mapping[str, str | None],
             policy: SigningPolicy) -> Signature | None:
     """The signature of the skill in `directory`, whose files (relative path to the sha256 the

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from skillindex.errors import ConfigError
-from skillindex.index import dialect, risk
+from skillindex.index import dialect, risk, signing
 from skillindex.model import (
     Candidate,
     FindingCount,
@@ -48,6 +48,18 @@ def argument_hints(store: Library, here: Here) -> dict[int, str]:
             ids = [w.candidate.id for w in resolution(store, here, all_findings=False).winners]
             stored = dict(stored_sets.host_fields(session, ids))
     return dialect.argument_hints(stored)
+
+
+def signers(store: Library, here: Here) -> dict[int, str]:
+    """The verified signer of each winner whose signature was verified, by candidate id."""
+    with store.session() as session:
+        set_id = store.resolution_set(session, here)
+        if set_id is not None:
+            stored: dict[int, str | None] = dict(stored_sets.winner_signatures(session, set_id))
+        else:
+            ids = [w.candidate.id for w in resolution(store, here, all_findings=False).winners]
+            stored = queries.signatures(session, ids)
+    return signing.signers(stored)
 
 
 def collisions(store: Library, here: Here) -> list[Collision]:
@@ -177,15 +189,19 @@ def iter_stored_skills(store: Library, here: Here, *, page: int) -> Iterator[Sto
         set_id = store.resolution_set(session, here)
         key = None if set_id is None else served.set_key(session, set_id)
     if key is None:
-        for found in manifests(store, list(iter_winners(store, here, findings=True))):
-            yield StoredSkill(found.name, None, found.frontmatter, found.files)
+        listed = manifests(store, list(iter_winners(store, here, findings=True)))
+        signed = signing.signers(store.signatures([found.candidate.id for found in listed]))
+        for found in listed:
+            yield StoredSkill(found.name, None, found.frontmatter, found.files,
+                              signed.get(found.candidate.id))
         return
     after = 0
     while True:
         with store.session() as session:
             rows = served.stored_page(session, here.index_name, key, after, page)
-        for _, name, front, files in rows:
-            yield StoredSkill(name, key, _object(front), tuple(files))
+        for _, name, front, files, signature in rows:
+            yield StoredSkill(name, key, _object(front), tuple(files),
+                              signing.signers({0: signature}).get(0) if signature else None)
         if len(rows) < page:
             return
         after = rows[-1][0]

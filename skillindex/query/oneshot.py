@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from skillindex.config import Environment, Settings, check_index_name, database_url, load_settings
 from skillindex.errors import SkillIndexError
 from skillindex.index.dialect import argument_hints
+from skillindex.index.signing import signers
 from skillindex.model import (
     AuditEvent,
     AuditListing,
@@ -279,6 +280,7 @@ class Listing:
     collisions: list[str]
     note: str | None
     hints: Sequence[str] = ()  # each winner's argument-hint ("" for none); () when none has one
+    signers: Sequence[str] = ()  # each winner's verified signer ("" for none); () when none has one
 
 
 def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
@@ -291,7 +293,7 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
         connection, setup.index_name, paths, key_of))
     if read is None:
         return None
-    (rows, stored_roots, findings, collided, scans, hosts), roots = read
+    (rows, stored_roots, findings, collided, scans, hosts, signed), roots = read
     codes: dict[int, set[tuple[bool, str]]] = {}
     for cid, code, severity in findings:
         codes.setdefault(cid, set()).add((severity != "error", code))
@@ -311,8 +313,10 @@ def listing(config: str | Path | None, *, db: str | None, cwd: str | Path | None
                                     paths]
     hinted = argument_hints(hosts)
     hints = list(map(hinted.get, cids, repeat(""))) if hinted else []
+    signer_of = signers(signed)
+    by = list(map(signer_of.get, cids, repeat(""))) if signer_of else []
     return Listing(columns, collided, staleness.note(
-        setup.settings, lambda: staleness.stale_roots(roots, scans), roots), hints)
+        setup.settings, lambda: staleness.stale_roots(roots, scans), roots), hints, by)
 
 
 Entry = dict[str, object]
@@ -322,9 +326,10 @@ PAGE = 2_000  # candidates a read of `candidate_entries` holds at once
 @contextmanager
 def winner_entries(config: str | Path | None, *, db: str | None, cwd: str | Path | None,
                    index: str | None) -> Iterator[Iterator[Entry] | None]:
-    """What `list --json` prints of each winner (`Winner.as_dict`, and its `argument_hint`
-    where it declares one), in catalog order, read from the stored resolution as they are
-    printed (the block is one read transaction); None for the full path, as `listing`."""
+    """What `list --json` prints of each winner (`Winner.as_dict`, its `argument_hint` where it
+    declares one and its `signer` where its signature was verified), in catalog order, read
+    from the stored resolution as they are printed (the block is one read transaction); None
+    for the full path, as `listing`."""
     setup = _setup(config, db, cwd, index)
     roots = () if setup is None else plan_roots(setup.settings, setup.env).roots
     here = None if setup is None or not setup.settings.enabled else Here.of(setup.settings,
@@ -351,6 +356,7 @@ def _winners(stored: fastpath.StoredWinners, roots: Sequence[RootSpec]) -> Itera
                                        else (str(spec.scope), spec.provider, spec.precedence))
         where[root_id] = (str(Path(root)), scope, provider, precedence)
     hints = argument_hints(stored.hosts)
+    signer_of = signers(stored.signed)
 
     def winner(row: Sequence[Any]) -> Entry:
         # (ordinal, catalog name, collision, root id, then the candidate's entry columns)
@@ -359,6 +365,8 @@ def _winners(stored: fastpath.StoredWinners, roots: Sequence[RootSpec]) -> Itera
         entry["collision"] = None if row[2] is None else stored_collision_dict(row[2])
         if hint := hints.get(row[4]):
             entry["argument_hint"] = hint
+        if signer := signer_of.get(row[4]):
+            entry["signer"] = signer
         return entry
 
     return _entries(stored.rows, winner)

@@ -59,6 +59,7 @@ class Report:
     chain_seconds: float  # what recomputing the whole chain took (it grows with the log)
     # Warnings (not risk findings) on accepted skills, by code, with the first skills' names.
     warnings: tuple[tuple[FindingCount, tuple[str, ...]], ...] = ()
+    signers: tuple[tuple[str, str], ...] = ()  # (skill, signer) of each verified signature
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -78,6 +79,7 @@ class Report:
             "chain_seconds": round(self.chain_seconds, 3),
             "warnings": [{**count.as_dict(), "skills": list(names)}
                          for count, names in self.warnings],
+            "signers": [{"skill": name, "signer": signer} for name, signer in self.signers],
         }
 
 
@@ -105,7 +107,8 @@ def gather(store: Library, here: Here, *, since: datetime | str | None, verify: 
         failed=tuple(usage.failed_attempts(store, here, since=since, limit=FAILED_SHOWN,
                                            now=now)),
         verify=last_verify(store, here), verified_now=verify, chain=chain,
-        chain_seconds=chain_seconds, warnings=tuple(warnings(store, here)))
+        chain_seconds=chain_seconds, warnings=tuple(warnings(store, here)),
+        signers=tuple(signers(store, here)))
 
 
 def warnings(store: Library, here: Here) -> list[tuple[FindingCount, tuple[str, ...]]]:
@@ -124,6 +127,16 @@ def warnings(store: Library, here: Here) -> list[tuple[FindingCount, tuple[str, 
                           limit=WARNED_SHOWN, page=WARNED_SHOWN))
         found.append((count, names))
     return found
+
+
+def signers(store: Library, here: Here) -> list[tuple[str, str]]:
+    """Each winner whose signature was verified, with its signer, in catalog order."""
+    signed = listing.signers(store, here)
+    if not signed:  # the common case: no winner is read
+        return []
+    return [(w.name, signed[w.candidate.id])
+            for w in listing.iter_winners(store, here, findings=False)
+            if w.candidate.id in signed]
 
 
 def last_verify(store: Library, here: Here) -> VerifyRecord | None:

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from skillindex import __version__
 from skillindex.index.codes import explained
+from skillindex.index.signing import SIGNATURE_FILE
 from skillindex.model import AuditEvent, UsageDay
 from skillindex.query.report import Report, by_skill
 from skillindex.text import html as esc
@@ -230,7 +231,9 @@ def _trust(report: Report) -> str:
                      [[a.name, a.digest[:16], a.approved_at.strftime("%Y-%m-%d %H:%M"),
                        a.note or ""] for a in report.approvals],
                      empty="no skill was approved with `skillindex trust`")
-    return _section("trust", "Quarantined and trusted skills", held, trusted)
+    signed = _table(["signed skill", "signer"], report.signers,
+                    empty=f"no skill's {SIGNATURE_FILE} was verified")
+    return _section("trust", "Quarantined, trusted and signed skills", held, trusted, signed)
 
 
 def _usage(report: Report) -> str:

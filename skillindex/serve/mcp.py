@@ -507,7 +507,8 @@ class SkillServer(MCPServer[dict[str, Any]]):
     async def list_resources(self) -> list[Resource]:
         publication = await self.state.completed()
         return [Resource(uri=skill.uri, name=skill.name, description=skill.description,
-                         mime_type=skills.MARKDOWN) for skill in publication.skills]
+                         mime_type=skills.MARKDOWN, _meta=skill.meta)
+                for skill in publication.skills]
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         ctx = _request_context(context)

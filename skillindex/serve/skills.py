@@ -22,6 +22,8 @@ MAX_BYTES = 16 * 1024 * 1024
 SKILL_MD = "SKILL.md"
 DIRECTORY = "inode/directory"
 MARKDOWN = "text/markdown"
+# The `_meta` key of a skill's entry and resource naming who signed it (verified at index time).
+SIGNER_META = "skillindex/signer"
 CHUNK = 250  # skills built at a time
 
 
@@ -57,6 +59,11 @@ class Published:
     entry: dict[str, Any]
     files: tuple[str, ...]  # relative paths, as in the manifest
     resolution: str | None
+    signer: str | None = None  # its verified signer: `_meta` names it
+
+    @property
+    def meta(self) -> dict[str, str] | None:
+        return None if self.signer is None else {SIGNER_META: self.signer}
 
 
 class Publication:
@@ -151,9 +158,12 @@ class Publication:
                               "size": entry.size})
         skill_uri = f"{base}/{SKILL_MD}"
         entry_of = {"uri": skill_uri, "frontmatter": manifest.frontmatter, "resources": resources}
+        signer = manifest.signer if isinstance(manifest, StoredSkill) else None
         skill = Published(manifest.name, skill_uri, str(manifest.frontmatter["description"]),
                           entry_of, tuple(entry.rel_path for entry in manifest.files),
-                          resolution)
+                          resolution, signer)
+        if skill.meta is not None:
+            entry_of["_meta"] = skill.meta
         self.files.update(files)
         self.by_uri[skill_uri] = skill
         self.by_name[skill.name] = skill

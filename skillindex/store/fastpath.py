@@ -153,16 +153,16 @@ def uri_collision(connection: sqlite3.Connection, candidate_id: int) -> str | No
 
 
 Listed = tuple[list[Any], dict[int, Any], list[Any], list[str],
-               dict[str, tuple[bool, datetime | None]], dict[int, str]]
+               dict[str, tuple[bool, datetime | None]], dict[int, str], dict[int, str]]
 
 
 def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Sequence[str],
                    key_of: Callable[[RootRuns], str]) -> Listed | None:
     """The rows of `sql.LISTING`, their roots by id (`sql.LISTING_ROOTS`), the rows of
     `sql.LISTING_FINDINGS`, the names in collision (once each), the roots' last scans
-    (`sql.ROOT_SCANS`) and the host fields by candidate id (`sql.LISTING_HOSTS`), of one state
-    of the index; None when no resolution is stored for the roots as they are now, or the
-    database fails."""
+    (`sql.ROOT_SCANS`), the host fields and the signatures by candidate id (`sql.LISTING_HOSTS`,
+    `sql.LISTING_SIGNATURES`), of one state of the index; None when no resolution is stored
+    for the roots as they are now, or the database fails."""
     def read(set_id: int) -> Listed:
         where = {"set_id": set_id}
         rows = connection.execute(sql.LISTING, where).fetchall()
@@ -174,7 +174,8 @@ def stored_listing(connection: sqlite3.Connection, index_name: str, roots: Seque
         statement, params = sql.root_scans(roots)
         scans = scans_of(connection.execute(statement, {"index_name": index_name, **params}))
         hosts = dict(connection.execute(sql.LISTING_HOSTS, where).fetchall())
-        return rows, stored_roots, findings, collided, scans, hosts
+        signed = dict(connection.execute(sql.LISTING_SIGNATURES, where).fetchall())
+        return rows, stored_roots, findings, collided, scans, hosts, signed
 
     return _in_stored_set(connection, index_name, roots, key_of, read)
 
@@ -186,6 +187,7 @@ class StoredWinners:
     roots: dict[int, tuple[Any, ...]]  # the index's roots by id (`sql.LISTING_ROOTS`)
     hosts: dict[int, str]  # the host fields of the winners that have any (`sql.LISTING_HOSTS`)
     rows: Iterator[list[Any]]  # the rows of `sql.WINNER_ENTRIES`, some thousands at a time
+    signed: dict[int, str]  # the signatures of the winners that hold one (`sql.LISTING_SIGNATURES`)
 
 
 @contextmanager
@@ -201,7 +203,8 @@ def stored_winners(connection: sqlite3.Connection, index_name: str, roots: Seque
             {row[0]: row[1:] for row in connection.execute(sql.LISTING_ROOTS,
                                                            {"index_name": index_name})},
             dict(connection.execute(sql.LISTING_HOSTS, where).fetchall()),
-            _streamed(connection, sql.WINNER_ENTRIES, where))
+            _streamed(connection, sql.WINNER_ENTRIES, where),
+            dict(connection.execute(sql.LISTING_SIGNATURES, where).fetchall()))
 
     with _reading(connection) as began:
         found = None

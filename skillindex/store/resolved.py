@@ -334,6 +334,12 @@ def winner_host_fields(session: Session, set_id: int) -> dict[int, str]:
                                                           {"set_id": set_id})}
 
 
+def winner_signatures(session: Session, set_id: int) -> dict[int, str]:
+    """The stored signatures (JSON) of the winners of a set that hold one."""
+    return {cid: value for cid, value in session.execute(text(sql.LISTING_SIGNATURES),
+                                                          {"set_id": set_id})}
+
+
 def winners_page(session: Session, set_id: int, after: int, limit: int) -> list[Any]:
     return list(session.execute(text(sql.WINNERS_PAGE),
                                 {"set_id": set_id, "after": after, "limit": limit}))

@@ -12,7 +12,7 @@ from skillindex.store.rows import candidate_of
 # A page of a stored resolution, named by its key (see _WINNER_FILE): its winners, and the files
 # of those winners, both in ordinal order so that a manifest's files arrive together.
 _SKILLS = text(
-    "SELECT w.ordinal, w.name, c.frontmatter FROM resolved_set s "
+    "SELECT w.ordinal, w.name, c.frontmatter, c.signature FROM resolved_set s "
     "JOIN resolved_winner w ON w.set_id = s.id JOIN candidate c ON c.id = w.candidate_id "
     "WHERE s.index_name = :index_name AND s.key = :key AND w.ordinal > :after "
     "ORDER BY w.ordinal LIMIT :limit")
@@ -35,14 +35,14 @@ _WINNER_FILE = text(
 _KEY = text("SELECT key FROM resolved_set WHERE id = :set_id")
 _COLUMNS = len(sql.CANDIDATE_COLUMNS.split(","))
 
-StoredRow = tuple[int, str, str | None, list[model.ManifestFile]]
+StoredRow = tuple[int, str, str | None, list[model.ManifestFile], str | None]
 
 
 def stored_page(session: Session, index_name: str, key: str, after: int,
                 limit: int) -> list[StoredRow]:
-    """(ordinal, catalog name, frontmatter JSON, files by path) of up to `limit` winners after
-    ordinal `after` of the stored resolution `key`, in catalog order: two statements. Empty
-    when the resolution is gone (a reindex of its roots dropped it)."""
+    """(ordinal, catalog name, frontmatter JSON, files by path, signature JSON) of up to
+    `limit` winners after ordinal `after` of the stored resolution `key`, in catalog order:
+    two statements. Empty when the resolution is gone (a reindex of its roots dropped it)."""
     params = {"index_name": index_name, "key": key, "after": after}
     skills = session.execute(_SKILLS, {**params, "limit": limit}).all()
     if not skills:
@@ -51,8 +51,8 @@ def stored_page(session: Session, index_name: str, key: str, after: int,
     for ordinal, rel_path, size, xxh3, sha256 in session.execute(
             _FILES, {**params, "last": skills[-1][0]}):
         files.setdefault(ordinal, []).append(model.ManifestFile(rel_path, size, xxh3, sha256))
-    return [(int(ordinal), str(name), front, files.get(ordinal, []))
-            for ordinal, name, front in skills]
+    return [(int(ordinal), str(name), front, files.get(ordinal, []), signature)
+            for ordinal, name, front, signature in skills]
 
 
 def set_key(session: Session, set_id: int) -> str:

@@ -72,6 +72,10 @@ LISTING = (
 LISTING_HOSTS = (
     "SELECT c.id, c.host_fields FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
     "WHERE w.set_id = :set_id AND c.host_fields IS NOT NULL")
+# The winners that hold a signature (few): `list` shows who signed them.
+LISTING_SIGNATURES = (
+    "SELECT c.id, c.signature FROM resolved_winner w JOIN candidate c ON c.id = w.candidate_id "
+    "WHERE w.set_id = :set_id AND c.signature IS NOT NULL")
 LISTING_ROOTS = ("SELECT id, path, scope, provider, precedence FROM root "
                  "WHERE index_name = :index_name")
 LISTING_FINDINGS = (
