@@ -86,5 +86,5 @@ def test_a_skill_that_cannot_be_published_is_withheld_and_the_others_served() ->
     assert [skill.name for skill in publication.skills] == ["first", "last"]
     [withheld] = publication.withheld
     assert withheld.name == "broken"
-    assert withheld.reason.startswith("it cannot be published: AttributeError")
+    assert withheld.reason.startswith("it cannot be published: TypeError")
     assert not [uri for uri in publication.files if "broken" in uri]

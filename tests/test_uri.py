@@ -470,8 +470,8 @@ def test_reading_a_rejected_skill_says_it_was_rejected_and_why(home: Path, db_ur
         with pytest.raises(SkillRejectedError):
             index.skill_command("bad")
         served = mcp_messages(index, "skill://bad/SKILL.md", "bad")
-        assert [e.outcome for e in index.audit()] == ["not-found", "not-found", "not-found",
-                                                      "not-found"]
+        # Every attempt is on record: two reads, the command, MCP's read and its load_skill.
+        assert [e.outcome for e in index.audit()] == ["not-found"] * 5
     assert all("skill bad was rejected (description-missing)" in m for m in served)
 
 

@@ -122,6 +122,10 @@ CODES: dict[str, Code] = {
         "The list of installed Claude plugins could not be read",
         "The plugins' skill folders are not indexed until installed_plugins.json can be read "
         "as JSON."),
+    "root-missing": Code(
+        "A configured root that does not exist",
+        "A `[[roots]]` path or a custom directory names a folder that is not there, so it "
+        "holds no skills; create it, or fix or remove the setting."),
     "remote-stale": Code(
         "A URL root could not be brought up to date",
         "Its publisher's index or an artifact could not be fetched, did not match its digest "

@@ -47,7 +47,8 @@ class Library:
         self.audit_lock_timeout = audit_lock_timeout
         self._appends = GroupCommit(self._append_all)
         # A SQLite file's audit rows go through its driver connection (store/audit.py).
-        self._sqlite_file = sqlite_path(str(engine.url)) is not None
+        # The URL itself, not its text: a file name that is not UTF-8 has no text form.
+        self._sqlite_file = sqlite_path(engine.url) is not None
         self._psycopg = engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
 
     @property

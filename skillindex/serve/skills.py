@@ -147,6 +147,8 @@ class Publication:
             if entry.sha256 is None:  # over max_file_bytes: never read, so never served
                 continue
             rel = entry.rel_path
+            if not isinstance(rel, str):  # no reindex writes such a row: the skill is withheld
+                raise TypeError(f"a stored file row without a path ({rel!r})")
             if path_problem(rel) is not None:  # no URI names it (a backslash): not listed
                 continue
             path = self._quoted.get(rel)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from skillindex import extras
@@ -52,7 +52,7 @@ def read_only(engine: Engine) -> str | None:
     return None if access is None else access.why
 
 
-def sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str | URL) -> Path | None:
     """The database file of a SQLite URL, None for other backends and in-memory databases."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
