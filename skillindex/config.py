@@ -639,9 +639,10 @@ def _root_url(entry: Mapping[str, Any], label: str, source: str) -> str:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether a host names this machine: `localhost` or a loopback address."""
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
-        return False
+        return False  # a name may resolve anywhere: treated as reaching the network

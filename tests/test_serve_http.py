@@ -31,10 +31,10 @@ from starlette.routing import Route
 
 from skillindex.api import SkillIndex
 from skillindex.cli import cli
-from skillindex.config import ServeLimits
+from skillindex.config import ServeLimits, is_loopback
 from skillindex.serve import http, tokens
 from skillindex.serve.gates import RATE_LIMITED
-from skillindex.serve.listen import Introspect, Listen, is_loopback, plan
+from skillindex.serve.listen import Introspect, Listen, plan
 from skillindex.serve.mcp import create_server
 from tests.conftest import isolate_cli, root_settings, write_skill
 from tests.serving import serving

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from skillindex.config import ServeLimits
+from skillindex.config import ServeLimits, is_loopback
 from skillindex.errors import ConfigError, RefusedError
 
 MCP_PATH = "/mcp"
@@ -64,15 +63,6 @@ class Listen:
         scheme = "https" if self.cert is not None else "http"
         return sorted({origin(self.url), *(f"{scheme}://{host}:{self.port}"
                                            for host in ("127.0.0.1", "localhost", "[::1]"))})
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name may resolve anywhere: treated as reaching the network
 
 
 def plan(host: str, port: int, *, url: str | None = None, tokens: Path | None = None,
