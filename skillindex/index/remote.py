@@ -148,14 +148,14 @@ def sync(spec: RootSpec, *, limits: Limits, now: datetime | None = None,
             report.stale = str(exc)
             old = state.get("stale") or {}
             state["stale"] = {"since": old.get("since") or _stamp(moment), "why": str(exc)}
-            _materialize(cache, state, report)
+            _materialize(cache, state)
             _save_state(cache, state)
             return report
         if index is not None:
             _fetch_entries(http, spec, index, state, limits, moment, report)
     state.pop("stale", None)
     state["fetched_at"] = _stamp(moment)
-    _materialize(cache, state, report)
+    _materialize(cache, state)
     _save_state(cache, state)
     _collect(cache, state)
     return report
@@ -349,19 +349,19 @@ def _fetch_entry(http: httpx.Client, spec: RootSpec, entry: Entry, limits: Limit
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _materialize(cache: Path, state: dict[str, Any], report: SyncReport) -> None:
+def _materialize(cache: Path, state: dict[str, Any]) -> None:
     """Make `skills/<name>` lead to the verified copy of every entry held: a link to
     `objects/<digest>` put in place by one rename, so the indexer sees the old copy or the new
     one, never half of either."""
     skills = cache / "skills"
     skills.mkdir(parents=True, exist_ok=True)
     entries: dict[str, Any] = state.get("entries") or {}
-    shown: dict[str, str] = {}
+    shown: set[str] = set()
     for name, record in sorted(entries.items()):
         digest = record.get("held")
         if not digest or not (cache / "objects" / str(digest)).is_dir():
             continue
-        shown[name] = str(digest)
+        shown.add(name)
         link = skills / name
         wanted = os.path.join("..", "objects", str(digest))
         if link.is_symlink() and os.readlink(link) == wanted:
@@ -372,7 +372,6 @@ def _materialize(cache: Path, state: dict[str, Any], report: SyncReport) -> None
         if link.is_dir() and not link.is_symlink():
             shutil.rmtree(link)
         os.replace(fresh, link)
-    state["shown"] = shown
     # Anything else in the scanned folder was not put there by a sync: it is not indexed.
     for stray in skills.iterdir():
         if stray.name not in shown:
